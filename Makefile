@@ -1,0 +1,44 @@
+# Strom: two commands on a fresh Debian machine.
+#   make run   set everything up and start a local cluster with console and dashboard
+#   make test  set everything up and run the whole suite (SQLite and PostgreSQL)
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test setup lint bench bench-storage clean
+
+# Reinstall only when the pins or the packaging change.
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+setup: $(STAMP)
+	@scripts/ensure_system_packages.sh run
+	@$(BIN)/python manage.py migrate --noinput -v 0
+	@$(BIN)/python manage.py ensure_admin
+
+run: setup
+	@$(BIN)/python scripts/run_local.py
+
+test: $(STAMP)
+	@scripts/ensure_system_packages.sh test
+	@scripts/test.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+
+# Benchmarks print ratios against peers measured in the same run (never timed unit tests).
+bench-storage: $(STAMP)
+	$(BIN)/python -m bench.storage
+
+bench: $(STAMP)
+	@scripts/ensure_system_packages.sh test
+	$(BIN)/python -m bench.clients
+
+clean:
+	rm -rf $(VENV) var *.egg-info

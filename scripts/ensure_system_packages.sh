@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Strom needs when they are missing; a no-op (and fast) otherwise.
+# Usage: scripts/ensure_system_packages.sh run|test
+set -euo pipefail
+mode=${1:-run}
+
+missing=()
+need() { # need COMMAND-OR-PATH PACKAGE
+  if ! command -v "$1" >/dev/null 2>&1 && [ ! -x "$1" ]; then missing+=("$2"); fi
+}
+need redis-server redis-server
+need java openjdk-17-jre-headless
+if [ "$mode" = test ]; then
+  need chromium chromium
+  need kcat kcat
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+echo "installing Debian packages: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -75,7 +75,7 @@ def _parse_int(bits: int) -> Callable[[object], int]:
     limit = 2 ** (bits - 1)
 
     def parse(raw: object) -> int:
-        if isinstance(raw, bool) or isinstance(raw, float):
+        if isinstance(raw, bool | float):
             raise ValueError(raw)
         value = int(str(raw).strip())
         if not -limit <= value < limit:

@@ -1,0 +1,1 @@
+"""Burrow-style consumer-lag evaluation and alerting webhooks (arrives with its own issue)."""

@@ -1,0 +1,21 @@
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import DefaultRouter
+
+from controlplane.cluster.api.views import BrokerViewSet
+from controlplane.health.api.views import ClusterHealthSnapshotViewSet
+from controlplane.topics.api.views import PartitionViewSet, TopicViewSet
+
+router = DefaultRouter()
+router.register("brokers", BrokerViewSet)
+router.register("topics", TopicViewSet)
+router.register("partitions", PartitionViewSet)
+router.register("health-snapshots", ClusterHealthSnapshotViewSet)
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("token/", obtain_auth_token, name="token"),
+    path("", include(router.urls)),
+]

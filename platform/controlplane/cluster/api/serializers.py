@@ -1,0 +1,16 @@
+from rest_framework import serializers
+
+from ..models import Broker, ControllerState
+
+
+class BrokerSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Broker
+        fields = ("broker_id", "listeners", "rack", "state", "last_heartbeat", "registration_epoch",
+                  "log_dirs", "registered_at")
+
+
+class ControllerStateSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ControllerState
+        fields = ("controller_epoch", "active_controller_id", "metadata_version", "updated_at")

@@ -1,0 +1,80 @@
+"""Brokers and the controller's state: the part of the metadata store ZooKeeper/KRaft holds in Kafka."""
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from kafkaspec.listeners import InvalidListenerError, parse_listeners
+
+
+def validate_listeners(value: str) -> None:
+    try:
+        parse_listeners(value)
+    except InvalidListenerError as e:
+        raise ValidationError(str(e)) from None
+
+
+class BrokerState(models.TextChoices):
+    """Kafka's broker registration states (KRaft `BrokerRegistration`)."""
+
+    STARTING = "starting", "Starting"
+    RUNNING = "running", "Running"
+    FENCED = "fenced", "Fenced"
+    SHUTTING_DOWN = "shutting_down", "Shutting down"
+
+
+class Broker(models.Model):
+    """A broker registered with the cluster.
+
+    `registration_epoch` increases with every (re-)registration; requests from a broker carrying an older
+    epoch are from a zombie and are refused. `last_heartbeat` is when the broker last proved it is alive.
+    """
+
+    broker_id = models.IntegerField(unique=True, validators=[MinValueValidator(0)],
+                                    help_text="Kafka broker.id / node.id")
+    listeners = models.CharField(max_length=1000, validators=[validate_listeners],
+                                 help_text="Kafka listener list, e.g. PLAINTEXT://127.0.0.1:9092")
+    rack = models.CharField(max_length=255, blank=True, default="", help_text="broker.rack, empty if none")
+    state = models.CharField(max_length=16, choices=BrokerState.choices, default=BrokerState.STARTING)
+    last_heartbeat = models.DateTimeField(null=True, blank=True)
+    registration_epoch = models.BigIntegerField(default=0, validators=[MinValueValidator(0)])
+    log_dirs = models.JSONField(default=list, blank=True)
+    registered_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["broker_id"]
+
+    def __str__(self) -> str:
+        return f"broker {self.broker_id}"
+
+    @property
+    def endpoints(self) -> list[tuple[str, str, int]]:
+        """(listener name, host, port) per listener."""
+        return [(e.name, e.host, e.port) for e in parse_listeners(self.listeners)]
+
+
+class ControllerState(models.Model):
+    """The single row holding the controller epoch and the metadata version.
+
+    `controller_epoch` increases each time a controller takes over; `metadata_version` increases with every
+    committed metadata change, so brokers can tell whether their copy is current.
+    """
+
+    singleton = models.BooleanField(default=True, unique=True, editable=False)
+    controller_epoch = models.BigIntegerField(default=0)
+    active_controller_id = models.CharField(max_length=255, blank=True, default="",
+                                            help_text="identity of the controller process holding the lease")
+    metadata_version = models.BigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "controller state"
+        verbose_name_plural = "controller state"
+
+    def __str__(self) -> str:
+        return f"controller epoch {self.controller_epoch}, metadata version {self.metadata_version}"
+
+    @classmethod
+    def current(cls) -> "ControllerState":
+        state, _ = cls.objects.get_or_create(singleton=True)
+        return state

@@ -1,0 +1,11 @@
+"""Component ids of the dashboard, namespaced so pages added later cannot collide."""
+
+BROKERS_RUNNING = "cluster-brokers-running"
+TOPICS = "cluster-topics"
+PARTITIONS = "cluster-partitions"
+UNDER_REPLICATED = "cluster-under-replicated"
+OFFLINE = "cluster-offline"
+BROKER_LOAD = "cluster-broker-load"
+HEALTH_HISTORY = "cluster-health-history"
+REFRESHED = "cluster-refreshed"
+INTERVAL = "cluster-interval"

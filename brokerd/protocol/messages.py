@@ -1,0 +1,140 @@
+"""Request headers and message bodies: bytes ⇄ kio dataclasses.
+
+Request header (v1, or v2 for flexible versions), big-endian::
+
+    request_api_key int16 | request_api_version int16 | correlation_id int32 |
+    client_id nullable string (int16 length, -1 = null; legacy even in v2) | [v2: tagged fields]
+
+Response header: correlation_id int32, plus an empty tagged-field section (one 0x00 byte) when the
+response version is flexible — except ApiVersions, whose response header is always v0 (KIP-511).
+Encoded responses include their int32 size prefix, ready for the transport.
+"""
+
+import io
+import struct
+from dataclasses import dataclass
+from functools import cache
+
+from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+
+from brokerd.protocol.api_keys import ApiKey
+
+_HEADER_FIXED = struct.Struct(">hhih")
+_HEADER_PEEK = struct.Struct(">hhi")
+_SIZE_AND_CORRELATION = struct.Struct(">ii")
+_SIZE = struct.Struct(">i")
+
+
+class MalformedRequestError(ValueError):
+    """A frame whose header or body does not decode; the connection is closed (Kafka does the same)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+def peek_api(frame: bytes) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) from the first 8 bytes — all the error-35 path needs."""
+    if len(frame) < 8:
+        raise MalformedRequestError(f"request header truncated ({len(frame)} bytes)")
+    return _HEADER_PEEK.unpack_from(frame, 0)
+
+
+def parse_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, int]:
+    """The header and the offset where the body starts."""
+    if len(frame) < 10:
+        raise MalformedRequestError(f"request header truncated ({len(frame)} bytes)")
+    api_key, api_version, correlation_id, client_id_length = _HEADER_FIXED.unpack_from(frame, 0)
+    offset = 10
+    client_id = None
+    if client_id_length >= 0:
+        end = offset + client_id_length
+        if end > len(frame):
+            raise MalformedRequestError("client_id runs past the end of the frame")
+        try:
+            client_id = frame[offset:end].decode()
+        except UnicodeDecodeError as exc:
+            raise MalformedRequestError("client_id is not UTF-8") from exc
+        offset = end
+    if flexible:
+        offset = _skip_tagged_fields(frame, offset)
+    return RequestHeader(api_key, api_version, correlation_id, client_id), offset
+
+
+def _read_uvarint(buf: bytes, offset: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if offset >= len(buf) or shift > 28:
+            raise MalformedRequestError("bad unsigned varint in tagged fields")
+        byte = buf[offset]
+        offset += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, offset
+        shift += 7
+
+
+def _skip_tagged_fields(buf: bytes, offset: int) -> int:
+    count, offset = _read_uvarint(buf, offset)
+    for _ in range(count):
+        _tag, offset = _read_uvarint(buf, offset)
+        size, offset = _read_uvarint(buf, offset)
+        offset += size
+        if offset > len(buf):
+            raise MalformedRequestError("tagged field runs past the end of the frame")
+    return offset
+
+
+@dataclass(frozen=True, slots=True)
+class MessageCodec:
+    """The kio request/response types of one (api_key, version), with their cached reader/writer."""
+
+    api_key: int
+    version: int
+    request_type: type
+    response_type: type
+    flexible: bool
+
+    def decode_request(self, frame: bytes, offset: int) -> object:
+        try:
+            request, _size = entity_reader(self.request_type)(frame, offset)
+        except (SerialError, ValueError, TypeError, OverflowError) as exc:
+            raise MalformedRequestError(
+                f"cannot decode {self.request_type.__name__} v{self.version}: {exc}"
+            ) from exc
+        return request
+
+    def encode_response(self, correlation_id: int, response: object) -> bytes:
+        """Size prefix + response header + body."""
+        buffer = io.BytesIO()
+        buffer.write(b"\0\0\0\0")
+        buffer.write(_SIZE.pack(correlation_id))
+        if self.flexible and self.api_key != ApiKey.API_VERSIONS:
+            buffer.write(b"\0")
+        entity_writer(self.response_type)(buffer, response)
+        data = buffer.getbuffer()
+        _SIZE.pack_into(data, 0, len(data) - 4)
+        del data
+        return buffer.getvalue()
+
+
+@cache
+def message_codec(api_key: int, version: int) -> MessageCodec | None:
+    """The codec for (api_key, version), or None if kio has no such message."""
+    try:
+        request_type = load_request_schema(api_key, version)
+        response_type = load_response_schema(api_key, version)
+    except (UnknownAPIKey, UnknownEntity):
+        return None
+    return MessageCodec(api_key, version, request_type, response_type, request_type.__flexible__)
+
+
+def frame_response(correlation_id: int, body_size: int) -> bytes:
+    """Size prefix and v0 response header for a hand-encoded body of `body_size` bytes."""
+    return _SIZE_AND_CORRELATION.pack(body_size + 4, correlation_id)

@@ -1,0 +1,108 @@
+import io
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v4.request import MetadataRequest, MetadataRequestTopic
+from kio.serial import entity_writer
+
+from brokerd.protocol.api_keys import ApiKey
+from brokerd.protocol.api_versions import SUPPORTED_APIS, advertised_api_versions
+from brokerd.protocol.error_response import build_error_response, has_top_level_error
+from brokerd.protocol.errors import error_code, error_code_of
+from brokerd.protocol.messages import MalformedRequestError, message_codec, parse_request_header, peek_api
+
+
+def request_frame(api_key: int, version: int, correlation_id: int, client_id: bytes | None, body: bytes,
+                  flexible: bool = False) -> bytes:
+    client = b"\xff\xff" if client_id is None else len(client_id).to_bytes(2, "big") + client_id
+    header = api_key.to_bytes(2, "big") + version.to_bytes(2, "big") + correlation_id.to_bytes(4, "big") + client
+    return header + (b"\0" if flexible else b"") + body
+
+
+def test_every_implemented_version_exists_in_kio_and_lies_inside_the_advertised_range():
+    for api in SUPPORTED_APIS.values():
+        assert message_codec(api.api_key, api.implemented) is not None, api
+        assert api.min_advertised <= api.implemented == api.max_advertised
+
+
+def test_advertised_ranges_keep_the_probe_points_old_clients_need():
+    ranges = {a.api_key: (a.min_advertised, a.max_advertised) for a in SUPPORTED_APIS.values()}
+    assert ranges[ApiKey.PRODUCE] == (0, 7)  # librdkafka < 2.11.1: compression needs Produce ∋ 0
+    assert ranges[ApiKey.FETCH][0] <= 4 and ranges[ApiKey.FETCH][1] >= 11
+    assert ranges[ApiKey.INIT_PRODUCER_ID][0] == 0
+    assert ranges[ApiKey.API_VERSIONS] == (0, 0)
+    assert len(advertised_api_versions()) == len(SUPPORTED_APIS)
+
+
+def test_metadata_request_round_trips_through_header_and_body():
+    codec = message_codec(ApiKey.METADATA, 4)
+    buffer = io.BytesIO()
+    request = MetadataRequest(topics=(MetadataRequestTopic(name="t"),), allow_auto_topic_creation=False)
+    entity_writer(codec.request_type)(buffer, request)
+    frame = request_frame(3, 4, 77, b"client", buffer.getvalue())
+    assert peek_api(frame) == (3, 4, 77)
+    header, offset = parse_request_header(frame, flexible=False)
+    assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (3, 4, 77, "client")
+    assert codec.decode_request(frame, offset) == request
+
+
+def test_flexible_header_skips_tagged_fields_and_null_client_id_is_none():
+    frame = request_frame(60, 1, 5, None, b"", flexible=False) + b"\x01\x07\x02ab" + b"\x00\x01\x00"
+    header, offset = parse_request_header(frame, flexible=True)
+    assert header.client_id is None
+    assert frame[offset:] == b"\x00\x01\x00"
+
+
+@given(st.binary(max_size=64))
+def test_garbage_bodies_raise_malformed_request_only(body):
+    codec = message_codec(ApiKey.PRODUCE, 7)
+    frame = request_frame(0, 7, 1, b"x", body)
+    header, offset = parse_request_header(frame, flexible=False)
+    try:
+        codec.decode_request(frame, offset)
+    except MalformedRequestError:
+        pass
+
+
+def test_truncated_headers_are_malformed():
+    with pytest.raises(MalformedRequestError):
+        peek_api(b"\x00\x03")
+    with pytest.raises(MalformedRequestError):
+        parse_request_header(b"\x00\x03\x00\x04\x00\x00\x00\x01\x00\x09ab", flexible=False)
+
+
+def test_responses_are_size_prefixed_and_flexible_ones_carry_a_tag_buffer():
+    codec = message_codec(ApiKey.DESCRIBE_CLUSTER, 1)
+    data = codec.encode_response(9, build_error_response(codec.response_type, ErrorCode.none))
+    assert int.from_bytes(data[:4], "big") == len(data) - 4
+    assert data[4:8] == (9).to_bytes(4, "big") and data[8] == 0
+
+
+def test_api_versions_response_header_stays_v0():
+    codec = message_codec(ApiKey.API_VERSIONS, 0)
+    data = codec.encode_response(3, build_error_response(codec.response_type, ErrorCode.unsupported_version))
+    assert data[8:10] == (35).to_bytes(2, "big")
+
+
+def test_error_names_map_to_kafka_codes():
+    assert error_code("CORRUPT_MESSAGE") == 2
+    assert error_code("OUT_OF_ORDER_SEQUENCE_NUMBER") == 45
+    assert error_code("NO_SUCH_ERROR_NAME") == -1
+
+    class Boom(Exception):
+        kafka_error = "UNKNOWN_TOPIC_OR_PARTITION"
+
+    assert error_code_of(Boom()) == 3
+    assert error_code_of(ValueError()) == -1
+
+
+def test_error_responses_exist_for_group_apis():
+    for key in (ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT,
+                ApiKey.LEAVE_GROUP, ApiKey.OFFSET_FETCH):
+        codec = message_codec(key, SUPPORTED_APIS[key].implemented)
+        assert has_top_level_error(codec.response_type)
+        response = build_error_response(codec.response_type, ErrorCode.coordinator_not_available)
+        assert response.error_code == ErrorCode.coordinator_not_available
+        codec.encode_response(1, response)

@@ -114,6 +114,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise serves from finders, but wants the directory
 WHITENOISE_USE_FINDERS = True
 
 REST_FRAMEWORK = {

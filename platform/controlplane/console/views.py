@@ -44,7 +44,8 @@ class TopicListView(LoginRequiredMixin, ListView):
     paginate_by = 100
 
     def get_queryset(self):
-        queryset = Topic.objects.annotate(partition_count=Count("partitions")).prefetch_related("partitions")
+        queryset = (Topic.objects.annotate(partition_count=Count("partitions")).order_by("name")
+                    .prefetch_related("partitions"))
         if query := self.request.GET.get("q", "").strip():
             queryset = queryset.filter(name__icontains=query)
         return queryset

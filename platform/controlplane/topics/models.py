@@ -73,8 +73,8 @@ class Partition(models.Model):
 
     topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="partitions")
     partition = models.IntegerField(validators=[MinValueValidator(0)])
-    replicas = models.JSONField(default=list)
-    isr = models.JSONField(default=list)
+    replicas = models.JSONField(default=list, blank=True)
+    isr = models.JSONField(default=list, blank=True)
     leader = models.IntegerField(default=NO_LEADER)
     leader_epoch = models.IntegerField(default=0, validators=[MinValueValidator(0)])
     partition_epoch = models.IntegerField(default=0, validators=[MinValueValidator(0)])

@@ -7,7 +7,8 @@ from .serializers import PartitionSerializer, TopicSerializer
 
 
 class TopicViewSet(viewsets.ReadOnlyModelViewSet):
-    queryset = Topic.objects.annotate(partition_count=Count("partitions")).prefetch_related("partitions")
+    queryset = (Topic.objects.annotate(partition_count=Count("partitions")).order_by("name")
+                .prefetch_related("partitions"))
     serializer_class = TopicSerializer
     filterset_class = TopicFilterSet
     lookup_field = "name"

@@ -1,0 +1,169 @@
+"""`make run`: start a local Strom on 127.0.0.1 and stop every process it started on Ctrl-C.
+
+Starts Redis (unless one already answers on STROM_REDIS_PORT), the web console with the dashboard
+(gunicorn), the Celery worker and beat, and the brokers. Each child runs in its own session so that
+stopping it (SIGTERM, then SIGKILL after a grace period) also stops its own children. Logs go to
+$STROM_VAR_DIR/log/<name>.log. If any child dies, everything is stopped and the exit status is 1.
+
+Environment: STROM_VAR_DIR (var/), STROM_HTTP_PORT (8000), STROM_REDIS_PORT (6390),
+STROM_BROKER_PORT (9092, the first broker's port).
+"""
+
+import contextlib
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+VAR = Path(os.environ.get("STROM_VAR_DIR", ROOT / "var")).resolve()
+HTTP_PORT = int(os.environ.get("STROM_HTTP_PORT", "8000"))
+REDIS_PORT = int(os.environ.get("STROM_REDIS_PORT", "6390"))
+BROKER_PORT = int(os.environ.get("STROM_BROKER_PORT", "9092"))
+STOP_GRACE_S = 15.0
+READY_TIMEOUT_S = 90.0
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    def start(self, env: dict[str, str]) -> None:
+        log = open(VAR / "log" / f"{self.name}.log", "ab")  # noqa: SIM115  (owned by the child for its life)
+        self.process = subprocess.Popen(self.argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        print(f"started {self.name} pid {self.process.pid}", flush=True)
+
+    def signal_group(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, sig)
+
+    def group_alive(self) -> bool:
+        try:
+            os.killpg(self.process.pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+def redis_answers() -> bool:
+    cli = shutil.which("redis-cli")
+    return bool(cli) and subprocess.run([cli, "-h", "127.0.0.1", "-p", str(REDIS_PORT), "ping"],
+                                        capture_output=True).returncode == 0
+
+
+def children() -> list[Child]:
+    result = []
+    if not redis_answers():
+        (VAR / "redis").mkdir(parents=True, exist_ok=True)
+        result.append(Child("redis", ["redis-server", "--bind", "127.0.0.1", "--port", str(REDIS_PORT),
+                                      "--dir", str(VAR / "redis"), "--save", "", "--appendonly", "no"]))
+    result += [
+        Child("web", [str(BIN / "gunicorn"), "controlplane.wsgi:application", "--bind", f"127.0.0.1:{HTTP_PORT}",
+                      "--workers", "2", "--threads", "4", "--graceful-timeout", "10"]),
+        Child("worker", [str(BIN / "celery"), "-A", "controlplane", "worker", "-l", "info", "-c", "2",
+                         "--without-gossip", "--without-mingle"]),
+        Child("beat", [str(BIN / "celery"), "-A", "controlplane", "beat", "-l", "info", "--pidfile="]),
+    ]
+    if importlib.util.find_spec("brokerd.__main__") is not None:
+        # Until the multi-broker cluster lands, a single standalone broker serves the local setup.
+        result.append(Child("broker-1", [sys.executable, "-m", "brokerd", "--standalone",
+                                         "--listeners", f"PLAINTEXT://127.0.0.1:{BROKER_PORT}",
+                                         "--log-dirs", str(VAR / "brokers" / "1")]))
+    return result
+
+
+def wait_for_console(running: list[Child]) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    url = f"http://127.0.0.1:{HTTP_PORT}/login/"
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        for child in running:
+            if child.process.poll() is not None:
+                raise RuntimeError(f"{child.name} exited with status {child.process.returncode} while starting "
+                                   f"(see {VAR / 'log' / child.name}.log)")
+        time.sleep(0.2)
+    raise TimeoutError(f"the console did not answer on {url} within {READY_TIMEOUT_S:.0f} s")
+
+
+def stop(running: list[Child]) -> None:
+    for child in reversed(running):
+        child.signal_group(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_S
+    for child in reversed(running):
+        while child.group_alive() and time.monotonic() < deadline:
+            child.process.poll()
+            time.sleep(0.05)
+        if child.group_alive():
+            print(f"{child.name} did not stop within {STOP_GRACE_S:.0f} s; killing it", flush=True)
+            child.signal_group(signal.SIGKILL)
+        child.process.wait()
+
+
+class Interrupted(Exception):
+    pass
+
+
+def main() -> int:
+    (VAR / "log").mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "STROM_VAR_DIR": str(VAR),
+           "CELERY_BROKER_URL": os.environ.get("CELERY_BROKER_URL", f"redis://127.0.0.1:{REDIS_PORT}/0")}
+
+    def interrupt(signum, frame):
+        raise Interrupted
+
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
+    running: list[Child] = []
+    status = 0
+    try:
+        for child in children():
+            child.start(env)
+            running.append(child)
+        wait_for_console(running)
+        print(f"\nStrom is up (logs in {VAR / 'log'}):\n"
+              f"  console    http://127.0.0.1:{HTTP_PORT}/\n"
+              f"  dashboard  http://127.0.0.1:{HTTP_PORT}/dashboard/\n"
+              f"  REST API   http://127.0.0.1:{HTTP_PORT}/api/   (docs: /api/docs/, schema: /api/schema/)\n"
+              f"  admin      http://127.0.0.1:{HTTP_PORT}/admin/")
+        if any(c.name.startswith("broker") for c in running):
+            print(f"  brokers    127.0.0.1:{BROKER_PORT}")
+        print("Press Ctrl-C to stop everything.", flush=True)
+        while True:
+            for child in running:
+                if child.process.poll() is not None:
+                    print(f"{child.name} exited with status {child.process.returncode}; stopping "
+                          f"(see {VAR / 'log' / child.name}.log)", flush=True)
+                    raise Interrupted
+            time.sleep(0.5)
+    except Interrupted:
+        status = 0 if all(c.process.poll() is None for c in running) else 1
+    except Exception as e:  # noqa: BLE001  (report one line, then clean up)
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        status = 1
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("stopping…", flush=True)
+        stop(running)
+        print("stopped.", flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

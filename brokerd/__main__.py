@@ -1,0 +1,72 @@
+"""`python -m brokerd [server.properties] --standalone --listeners PLAINTEXT://127.0.0.1:9092 --log-dirs DIR
+[--override key=value ...]`. Kafka broker keys come from the properties file, then `--override`, then
+the dedicated flags. Misuse exits with status 2 and one line on stderr. SIGTERM/SIGINT stop gracefully.
+"""
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from brokerd.config import ConfigError, build_config, load_properties
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, like every other CLI error of the broker
+        self.exit(2, f"brokerd: {message}\n")
+
+
+def _parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = _Parser(prog="python -m brokerd", description="Strom broker")
+    parser.add_argument("properties", nargs="?", type=Path, help="Kafka server.properties file")
+    parser.add_argument("--standalone", action="store_true",
+                        help="single broker keeping its metadata in a local file")
+    parser.add_argument("--listeners", help="e.g. PLAINTEXT://127.0.0.1:9092 (Kafka key: listeners)")
+    parser.add_argument("--log-dirs", help="comma-separated data directories (Kafka key: log.dirs)")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="any Kafka broker config key; repeatable")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        properties = load_properties(args.properties) if args.properties else {}
+        for override in args.override:
+            key, sep, value = override.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"--override expects key=value, got '{override}'")
+            properties[key.strip()] = value.strip()
+        if args.listeners:
+            properties["listeners"] = args.listeners
+        if args.log_dirs:
+            properties["log.dirs"] = args.log_dirs
+        if not args.standalone:
+            raise ConfigError("only --standalone mode exists so far (cluster mode comes with the control plane)")
+        config = build_config(properties)
+    except ConfigError as exc:
+        print(f"brokerd: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from brokerd.server.broker import Broker, run_until_stopped
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await run_until_stopped(Broker(config), stop)
+
+    try:
+        asyncio.run(run())
+    except OSError as exc:
+        print(f"brokerd: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

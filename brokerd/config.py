@@ -1,0 +1,139 @@
+"""Broker configuration: Kafka `server.properties` keys in, one validated frozen `BrokerConfig` out.
+
+Sources, later wins: a properties file, then `--override key=value`, then the dedicated CLI flags
+(`--listeners`, `--log-dirs`). Unknown keys are kept in `properties` (topic defaults such as
+`log.retention.ms` are read from there by `kafkaspec.topic_config.broker_defaults`). No I/O here except
+`load_properties`, which reads the file it is given. Durations are milliseconds, sizes bytes.
+"""
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkaspec import topic_config
+
+
+class ConfigError(ValueError):
+    """A config key or value the broker cannot start with (CLI: one line, exit status 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    node_id: int
+    listeners: tuple[Listener, ...]
+    advertised_listeners: tuple[Listener, ...]
+    log_dirs: tuple[Path, ...]
+    socket_request_max_bytes: int = 104_857_600
+    connections_max_idle_ms: int = 600_000
+    auto_create_topics_enable: bool = True
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    message_max_bytes: int = 1_048_588
+    shutdown_timeout_ms: int = 30_000
+    properties: Mapping[str, str] = field(default_factory=dict)
+    """Every key as given, for consumers of other keys (topic defaults, later issues)."""
+
+    @property
+    def topic_defaults(self) -> dict[str, topic_config.Value]:
+        return topic_config.broker_defaults(self.properties)
+
+
+_LISTENER = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
+
+
+def parse_listeners(value: str, key: str) -> tuple[Listener, ...]:
+    listeners = []
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        match = _LISTENER.match(item)
+        if not match:
+            raise ConfigError(f"{key}: '{item}' is not NAME://HOST:PORT")
+        port = int(match["port"])
+        if port > 65535:
+            raise ConfigError(f"{key}: port {port} out of range")
+        listeners.append(Listener(match["name"].upper(), match["host"].strip("[]"), port))
+    if not listeners:
+        raise ConfigError(f"{key}: no listener given")
+    return tuple(listeners)
+
+
+def load_properties(path: Path) -> dict[str, str]:
+    """Java `.properties` subset Kafka configs use: `key=value` / `key: value`, `#`/`!` comments,
+    backslash line continuations."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    properties: dict[str, str] = {}
+    pending = ""
+    for raw in text.splitlines():
+        line = pending + raw.strip() if pending else raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+        if not match:
+            raise ConfigError(f"{path}: cannot parse line '{line}'")
+        properties[match[1]] = match[2]
+    return properties
+
+
+def _int(properties: Mapping[str, str], key: str, default: int, minimum: int = 0) -> int:
+    raw = properties.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{key}: '{raw}' is not an integer") from None
+    if value < minimum:
+        raise ConfigError(f"{key}: {value} is below the minimum {minimum}")
+    return value
+
+
+def _bool(properties: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = properties.get(key)
+    if raw is None:
+        return default
+    if raw.strip().lower() not in ("true", "false"):
+        raise ConfigError(f"{key}: '{raw}' is not true or false")
+    return raw.strip().lower() == "true"
+
+
+def build_config(properties: Mapping[str, str]) -> BrokerConfig:
+    """Validate `properties` (Kafka key names) into a BrokerConfig. Raises ConfigError."""
+    listeners = parse_listeners(properties.get("listeners", "PLAINTEXT://127.0.0.1:9092"), "listeners")
+    advertised = (parse_listeners(properties["advertised.listeners"], "advertised.listeners")
+                  if "advertised.listeners" in properties else listeners)
+    raw_dirs = properties.get("log.dirs") or properties.get("log.dir") or "/tmp/kafka-logs"
+    log_dirs = tuple(Path(d.strip()) for d in raw_dirs.split(",") if d.strip())
+    if not log_dirs:
+        raise ConfigError("log.dirs: no directory given")
+    node_key = "node.id" if "node.id" in properties else "broker.id"
+    try:
+        topic_config.broker_defaults(properties)
+    except (topic_config.InvalidConfigError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+    return BrokerConfig(
+        node_id=_int(properties, node_key, 1),
+        listeners=listeners,
+        advertised_listeners=advertised,
+        log_dirs=log_dirs,
+        socket_request_max_bytes=_int(properties, "socket.request.max.bytes", 104_857_600, 1),
+        connections_max_idle_ms=_int(properties, "connections.max.idle.ms", 600_000, 1),
+        auto_create_topics_enable=_bool(properties, "auto.create.topics.enable", True),
+        num_partitions=_int(properties, "num.partitions", 1, 1),
+        default_replication_factor=_int(properties, "default.replication.factor", 1, 1),
+        message_max_bytes=_int(properties, "message.max.bytes", 1_048_588, 0),
+        properties=dict(properties),
+    )

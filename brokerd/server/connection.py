@@ -1,0 +1,160 @@
+"""One client connection: framing, sequential in-order request processing, response writing.
+
+Requests on a connection are processed one at a time in arrival order (Kafka mutes a channel the same
+way), so responses leave in request order; the client may pipeline as many requests as it likes.
+Received frames queue up to `MAX_QUEUED_FRAMES`, then reading pauses (backpressure). Response chunks
+are written with `transport.write`, storage file regions with `loop.sendfile` (os.sendfile on plain
+TCP: zero copy). A bad size prefix or an undecodable request closes only this connection.
+Event loop only.
+"""
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+
+from brokerd.protocol.framing import FrameDecoder, InvalidFrameError
+from brokerd.protocol.messages import MalformedRequestError
+from brokerd.server.dispatcher import Dispatcher
+from brokerd.server.response import Chunk
+
+log = logging.getLogger(__name__)
+
+MAX_QUEUED_FRAMES = 64
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(self, dispatcher: Dispatcher, max_frame_bytes: int,
+                 on_close: Callable[["KafkaConnection"], None]) -> None:
+        self._dispatcher = dispatcher
+        self._decoder = FrameDecoder(max_frame_bytes)
+        self._on_close = on_close
+        self._frames: deque[bytes] = deque()
+        self._frame_ready = asyncio.Event()
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._transport: asyncio.Transport | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._client_host = ""
+        self._reading_paused = False
+        self._stopping = False
+        self.busy = False
+        """True while a request is being processed or answered."""
+        self.last_active = 0.0
+        """loop.time() of the last byte received or request completed."""
+
+    # asyncio.Protocol callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername")
+        self._client_host = peer[0] if peer else ""
+        loop = asyncio.get_running_loop()
+        self.last_active = loop.time()
+        self._task = loop.create_task(self._process())
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = asyncio.get_running_loop().time()
+        try:
+            frames = self._decoder.feed(data)
+        except InvalidFrameError as exc:
+            self._abort(str(exc))
+            return
+        if not frames:
+            return
+        self._frames.extend(frames)
+        self._frame_ready.set()
+        if len(self._frames) >= MAX_QUEUED_FRAMES and not self._reading_paused:
+            self._reading_paused = True
+            self._transport.pause_reading()  # type: ignore[union-attr]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        self._frame_ready.set()
+        self._writable.set()
+        if self._task is not None and not self.busy:
+            self._task.cancel()
+        self._on_close(self)
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    # lifecycle
+    @property
+    def idle(self) -> bool:
+        return not self.busy and not self._frames
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    async def shutdown(self) -> None:
+        """Stop reading; finish the requests already received; then close."""
+        self._stopping = True
+        if self._transport is not None and not self._reading_paused:
+            self._reading_paused = True
+            self._transport.pause_reading()
+        self._frame_ready.set()
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    def _abort(self, reason: str) -> None:
+        log.info("closing connection from %s: %s", self._client_host, reason)
+        if self._transport is not None:
+            self._transport.abort()
+
+    # processing
+    async def _process(self) -> None:
+        try:
+            while self._transport is not None:
+                if not self._frames:
+                    if self._stopping:
+                        break
+                    self._frame_ready.clear()
+                    await self._frame_ready.wait()
+                    continue
+                frame = self._frames.popleft()
+                if self._reading_paused and not self._stopping and len(self._frames) < MAX_QUEUED_FRAMES // 2:
+                    self._reading_paused = False
+                    self._transport.resume_reading()
+                self.busy = True
+                try:
+                    chunks = await self._dispatcher.dispatch(frame, self._client_host)
+                    if chunks is not None:
+                        await self._write(chunks)
+                except MalformedRequestError as exc:
+                    self._abort(str(exc))
+                    break
+                finally:
+                    self.busy = False
+                    self.last_active = asyncio.get_running_loop().time()
+        except (ConnectionError, OSError) as exc:
+            self._abort(f"write failed: {exc}")
+        finally:
+            if self._stopping:
+                self.close()
+
+    async def _write(self, chunks: list[Chunk]) -> None:
+        transport = self._transport
+        if transport is None:
+            return
+        pending: list[bytes] = []
+        for chunk in chunks:
+            if isinstance(chunk, bytes):
+                pending.append(chunk)
+                continue
+            if pending:
+                transport.writelines(pending)
+                pending = []
+            if chunk.length:
+                await asyncio.get_running_loop().sendfile(transport, chunk.file, chunk.position,
+                                                          chunk.length)
+            if self._transport is None:
+                return
+        if pending:
+            transport.writelines(pending)
+        if not self._writable.is_set():
+            await self._writable.wait()

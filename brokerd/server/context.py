@@ -1,0 +1,25 @@
+"""What a handler gets: the broker's services and the request it is answering."""
+
+from dataclasses import dataclass
+
+from brokerd.config import BrokerConfig
+from brokerd.metadata.image import BrokerEndpoint
+from brokerd.metadata.store import MetadataStore
+from brokerd.partition.manager import PartitionManager
+from brokerd.protocol.messages import RequestHeader
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerServices:
+    config: BrokerConfig
+    metadata: MetadataStore
+    partitions: PartitionManager
+    endpoint: BrokerEndpoint
+    """This broker as clients should reach it (first advertised listener)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    services: BrokerServices
+    header: RequestHeader
+    client_host: str

@@ -1,0 +1,82 @@
+"""Frame → handler → wire response: header parsing, version checks, decoding, encoding.
+
+Version policy (`brokerd.protocol.api_versions`): each API is served at exactly its implemented
+version. ApiVersions above v0 gets a v0 body with UNSUPPORTED_VERSION and the full table (KIP-511).
+Another unimplemented version gets a well-formed error response of *that* version when the API has a
+top-level error code; otherwise, like Kafka, the connection is closed (`MalformedRequestError`).
+Unexpected handler failures are logged and answered the same way with UNKNOWN_SERVER_ERROR.
+"""
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from kio.schema.errors import ErrorCode
+
+from brokerd.protocol.api_keys import ApiKey
+from brokerd.protocol.api_versions import SUPPORTED_APIS, advertised_api_versions
+from brokerd.protocol.error_response import build_error_response, has_top_level_error
+from brokerd.protocol.messages import (
+    MalformedRequestError,
+    frame_response,
+    message_codec,
+    parse_request_header,
+    peek_api,
+)
+from brokerd.server.context import BrokerServices, RequestContext
+from brokerd.server.response import NO_RESPONSE, Chunk, RawResponse
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[object, RequestContext], Awaitable[object]]
+"""Returns a kio response entity, a RawResponse, or NO_RESPONSE."""
+
+
+class Dispatcher:
+    """Stateless per request; shared by every connection."""
+
+    def __init__(self, services: BrokerServices, handlers: dict[int, Handler]) -> None:
+        self._services = services
+        self._handlers = handlers
+
+    async def dispatch(self, frame: bytes, client_host: str) -> list[Chunk] | None:
+        """The size-prefixed response chunks for one request frame, or None if none is due.
+        Raises MalformedRequestError when the connection must be closed."""
+        api_key, api_version, correlation_id = peek_api(frame)
+        supported = SUPPORTED_APIS.get(api_key)
+        handler = self._handlers.get(api_key)
+        if supported is None or handler is None:
+            raise MalformedRequestError(f"unsupported API key {api_key}")
+        if api_version != supported.implemented:
+            return self._unsupported_version(api_key, api_version, correlation_id)
+        codec = message_codec(api_key, api_version)
+        assert codec is not None, f"kio lacks {api_key} v{api_version}"
+        header, offset = parse_request_header(frame, codec.flexible)
+        request = codec.decode_request(frame, offset)
+        context = RequestContext(self._services, header, client_host)
+        try:
+            response = await handler(request, context)
+        except Exception:
+            log.exception("handler for %s v%d failed", ApiKey(api_key).name, api_version)
+            return self._error_response(api_key, api_version, correlation_id, ErrorCode.unknown_server_error)
+        if response is NO_RESPONSE:
+            return None
+        if isinstance(response, RawResponse):
+            return [frame_response(correlation_id, response.size), *response.chunks]
+        return [codec.encode_response(correlation_id, response)]
+
+    def _unsupported_version(self, api_key: int, api_version: int, correlation_id: int) -> list[Chunk]:
+        if api_key == ApiKey.API_VERSIONS:
+            return self._error_response(api_key, 0, correlation_id, ErrorCode.unsupported_version)
+        return self._error_response(api_key, api_version, correlation_id, ErrorCode.unsupported_version)
+
+    def _error_response(self, api_key: int, api_version: int, correlation_id: int,
+                        error: ErrorCode) -> list[Chunk]:
+        codec = message_codec(api_key, api_version)
+        if codec is None or not has_top_level_error(codec.response_type):
+            raise MalformedRequestError(
+                f"{ApiKey(api_key).name} v{api_version}: {error.name}, and the response has no error field"
+            )
+        response = build_error_response(codec.response_type, error)
+        if api_key == ApiKey.API_VERSIONS:
+            response = type(response)(error_code=error, api_keys=advertised_api_versions())
+        return [codec.encode_response(correlation_id, response)]

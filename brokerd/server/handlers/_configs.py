@@ -1,0 +1,64 @@
+"""Shared by the DescribeConfigs/AlterConfigs/IncrementalAlterConfigs handlers: resource types, config
+sources, and the effective configs of a topic or of this broker with where each value comes from."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from brokerd.config import BrokerConfig
+from kafkaspec import topic_config
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+
+DYNAMIC_TOPIC_CONFIG = 1
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: int
+    is_sensitive: bool
+    synonyms: tuple[tuple[str, str | None, int], ...]
+    """(name, value, source), most specific first, as Kafka's include_synonyms shows them."""
+
+
+def topic_config_entries(overrides: Mapping[str, str], broker_properties: Mapping[str, str]
+                         ) -> list[ConfigEntry]:
+    entries = []
+    for name, definition in topic_config.TOPIC_CONFIGS.items():
+        synonyms: list[tuple[str, str | None, int]] = []
+        if name in overrides:
+            synonyms.append((name, definition.render(definition.parse(overrides[name])), DYNAMIC_TOPIC_CONFIG))
+        if definition.broker_key and definition.broker_key in broker_properties:
+            value = definition.render(definition.parse(broker_properties[definition.broker_key]))
+            synonyms.append((definition.broker_key, value, STATIC_BROKER_CONFIG))
+        synonyms.append((definition.broker_key or name, definition.render(definition.default), DEFAULT_CONFIG))
+        _, value, source = synonyms[0]
+        entries.append(ConfigEntry(name, value, source, False, tuple(synonyms)))
+    return entries
+
+
+def broker_config_entries(config: BrokerConfig) -> list[ConfigEntry]:
+    effective = {
+        "node.id": str(config.node_id),
+        "listeners": ",".join(f"{li.name}://{li.host}:{li.port}" for li in config.listeners),
+        "advertised.listeners": ",".join(f"{li.name}://{li.host}:{li.port}" for li in config.advertised_listeners),
+        "log.dirs": ",".join(str(d) for d in config.log_dirs),
+        "num.partitions": str(config.num_partitions),
+        "default.replication.factor": str(config.default_replication_factor),
+        "auto.create.topics.enable": str(config.auto_create_topics_enable).lower(),
+        "message.max.bytes": str(config.message_max_bytes),
+        "socket.request.max.bytes": str(config.socket_request_max_bytes),
+        "connections.max.idle.ms": str(config.connections_max_idle_ms),
+    }
+    effective.update(config.properties)
+    entries = []
+    for name in sorted(effective):
+        sensitive = "password" in name or "secret" in name
+        value = None if sensitive else effective[name]
+        source = STATIC_BROKER_CONFIG if name in config.properties else DEFAULT_CONFIG
+        entries.append(ConfigEntry(name, value, source, sensitive, ((name, value, source),)))
+    return entries

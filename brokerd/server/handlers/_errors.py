@@ -1,0 +1,26 @@
+"""Domain exception → (wire error code, message), the one place handlers translate errors.
+
+Exceptions carrying a `kafka_error` name are expected outcomes; anything else is a bug, logged with its
+traceback and reported as UNKNOWN_SERVER_ERROR for that item only.
+"""
+
+import logging
+
+from kio.schema.errors import ErrorCode
+
+from brokerd.protocol.errors import error_code
+
+log = logging.getLogger("brokerd.server.handlers")
+
+
+def to_error_code(exc: Exception) -> ErrorCode:
+    name = getattr(exc, "kafka_error", None)
+    if name is None:
+        log.error("unexpected error", exc_info=exc)
+        return ErrorCode.unknown_server_error
+    return error_code(name)
+
+
+def to_error(exc: Exception) -> tuple[ErrorCode, str | None]:
+    """(code, message) for responses that carry an error message."""
+    return to_error_code(exc), str(exc) or None

@@ -1,0 +1,29 @@
+"""CreatePartitions v1: grow a topic; explicit assignments must name registered brokers."""
+
+import datetime
+
+from kio.schema.create_partitions.v1.request import CreatePartitionsRequest
+from kio.schema.create_partitions.v1.response import CreatePartitionsResponse, CreatePartitionsTopicResult
+from kio.schema.errors import ErrorCode
+
+from brokerd.metadata.errors import InvalidReplicaAssignmentError
+from brokerd.server.context import RequestContext
+from brokerd.server.handlers._errors import to_error
+
+
+async def handle(request: CreatePartitionsRequest, context: RequestContext) -> CreatePartitionsResponse:
+    metadata = context.services.metadata
+    results = []
+    for topic in request.topics:
+        try:
+            if topic.assignments is not None:
+                known = {b.node_id for b in metadata.image.brokers}
+                if any(n not in known for a in topic.assignments for n in a.broker_ids):
+                    raise InvalidReplicaAssignmentError("Assignment names a broker that is not registered")
+            await metadata.create_partitions(topic.name, topic.count, validate_only=request.validate_only)
+        except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this topic
+            code, message = to_error(exc)
+            results.append(CreatePartitionsTopicResult(name=topic.name, error_code=code, error_message=message))
+            continue
+        results.append(CreatePartitionsTopicResult(name=topic.name, error_code=ErrorCode.none))
+    return CreatePartitionsResponse(throttle_time=datetime.timedelta(0), results=tuple(results))

@@ -1,0 +1,64 @@
+"""DescribeConfigs v1: every topic config (override > broker default > Kafka default) or this broker's."""
+
+import datetime
+
+from kio.schema.describe_configs.v1.request import DescribeConfigsRequest
+from kio.schema.describe_configs.v1.response import (
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i8
+
+from brokerd.server.context import RequestContext
+from brokerd.server.handlers._configs import (
+    BROKER_RESOURCE,
+    TOPIC_RESOURCE,
+    ConfigEntry,
+    broker_config_entries,
+    topic_config_entries,
+)
+
+
+def _result(resource: object, error: ErrorCode, message: str | None,
+            entries: list[ConfigEntry], include_synonyms: bool) -> DescribeConfigsResult:
+    keys = resource.configuration_keys  # type: ignore[attr-defined]
+    wanted = set(keys) if keys else None
+    return DescribeConfigsResult(
+        error_code=error, error_message=message,
+        resource_type=resource.resource_type, resource_name=resource.resource_name,  # type: ignore[attr-defined]
+        configs=tuple(
+            DescribeConfigsResourceResult(
+                name=e.name, value=e.value, read_only=False, config_source=i8(e.source),
+                is_sensitive=e.is_sensitive,
+                synonyms=tuple(DescribeConfigsSynonym(name=n, value=v, source=i8(s)) for n, v, s in e.synonyms)
+                if include_synonyms else (),
+            )
+            for e in entries if wanted is None or e.name in wanted
+        ),
+    )
+
+
+async def handle(request: DescribeConfigsRequest, context: RequestContext) -> DescribeConfigsResponse:
+    services = context.services
+    results = []
+    for resource in request.resources:
+        entries: list[ConfigEntry] = []
+        error, message = ErrorCode.none, None
+        if resource.resource_type == TOPIC_RESOURCE:
+            topic = services.metadata.image.topics.get(resource.resource_name)
+            if topic is None:
+                error, message = ErrorCode.unknown_topic_or_partition, f"Topic {resource.resource_name} not found"
+            else:
+                entries = topic_config_entries(topic.configs, services.config.properties)
+        elif resource.resource_type == BROKER_RESOURCE:
+            if resource.resource_name not in ("", str(services.config.node_id)):
+                error, message = ErrorCode.invalid_request, f"Broker {resource.resource_name} is not this broker"
+            else:
+                entries = broker_config_entries(services.config)
+        else:
+            error, message = ErrorCode.invalid_request, f"Unsupported resource type {resource.resource_type}"
+        results.append(_result(resource, error, message, entries, request.include_synonyms))
+    return DescribeConfigsResponse(throttle_time=datetime.timedelta(0), results=tuple(results))

@@ -1,0 +1,1 @@
+"""Shared test helpers: real broker subprocesses, polling with deadlines."""

@@ -1,0 +1,258 @@
+"""`LogManager`: every partition log of this broker across `log.dirs`; the entry point of storage.
+
+Owns log creation, lookup and deletion, the per-directory checkpoints (`recovery-point-offset-checkpoint`,
+`log-start-offset-checkpoint`, `cleaner-offset-checkpoint`; see `checkpoints`), the clean-shutdown
+marker `.kafka_cleanshutdown`, the shared bounded `FileHandleCache`, and maintenance: retention,
+`flush.ms`, flushes after a roll, delayed file deletion and compaction (`LogCleaner`).
+
+A log lives in the directory chosen at creation (the online one holding the fewest logs). A failing
+directory is marked offline by its `LogDirectory` I/O funnel; only that directory's logs fail (with
+`KafkaStorageError`), the others carry on.
+
+Lifecycle: `LogManager(...)` does no I/O; `startup()` loads (and after an unclean shutdown, recovers)
+every log; `start()` spawns the maintenance thread; `shutdown()` stops it, flushes, writes checkpoints
+and the clean-shutdown marker.
+
+Concurrency contract: public methods are called from one thread (the broker's event loop). The
+maintenance thread (`start()`) works through `run_maintenance`, which only uses the logs' thread-safe
+maintenance methods; the log map is guarded by a lock.
+"""
+
+import logging
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from brokerd.clock import Clock, SystemClock
+from brokerd.errors import KafkaStorageError
+from brokerd.storage import checkpoints
+from brokerd.storage.cleaner import LogCleaner
+from brokerd.storage.config import LogConfig
+from brokerd.storage.file_handles import FileHandleCache
+from brokerd.storage.log import Log, LogContext, LogState
+from brokerd.storage.log_dir import LogDirectory
+
+logger = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
+DELETE_DIR_SUFFIX = "-delete"
+
+TopicPartition = tuple[str, int]
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir(name: str) -> TopicPartition | None:
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        return None
+    return topic, int(partition)
+
+
+class LogManager:
+    def __init__(self, log_dirs: Iterable[Path], cluster_defaults: Mapping[str, object] | None = None,
+                 clock: Clock | None = None, max_open_files: int = 1024,
+                 maintenance_interval_ms: int = 1000) -> None:
+        self.log_dirs = [LogDirectory(Path(path)) for path in log_dirs]
+        if not self.log_dirs:
+            raise ValueError("at least one log dir is needed")
+        self.cluster_defaults = dict(cluster_defaults or {})
+        self.clock = clock or SystemClock()
+        self.handles = FileHandleCache(max_open_files)
+        self.maintenance_interval_ms = maintenance_interval_ms
+        self.cleaner = LogCleaner(self.clock)
+        self._logs: dict[TopicPartition, Log] = {}
+        self._topic_overrides: dict[str, dict[str, object]] = {}
+        self._lock = threading.Lock()
+        self._maintenance_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+
+    def startup(self) -> None:
+        """Load every log on disk. A directory without the clean-shutdown marker is recovered from its
+        recovery-point checkpoint. The marker is removed, so a crash from now on counts as unclean."""
+        for log_dir in self.log_dirs:
+            try:
+                with log_dir.io_guard():
+                    self._load_dir(log_dir)
+            except KafkaStorageError:
+                logger.exception("log dir %s failed to load; its partitions are offline", log_dir.path)
+
+    def _load_dir(self, log_dir: LogDirectory) -> None:
+        log_dir.path.mkdir(parents=True, exist_ok=True)
+        marker = log_dir.path / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        recovery_points = checkpoints.read_offsets(log_dir.path / RECOVERY_POINT_FILE)
+        start_offsets = checkpoints.read_offsets(log_dir.path / LOG_START_OFFSET_FILE)
+        self.cleaner.load_checkpoint(log_dir.path)
+        for child in sorted(log_dir.path.iterdir()):
+            if not child.is_dir():
+                continue
+            if child.name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(child)
+                continue
+            tp = parse_partition_dir(child.name)
+            if tp is None:
+                continue
+            state = LogState(start_offsets.get(tp, 0), recovery_points.get(tp, 0), clean)
+            log = Log.open(child, tp[0], tp[1], self._config_for(tp[0]), self._context(log_dir), state)
+            with self._lock:
+                self._logs[tp] = log
+        marker.unlink(missing_ok=True)
+        if clean:
+            checkpoints.fsync_dir(log_dir.path)
+
+    def start(self) -> None:
+        """Run maintenance every `maintenance_interval_ms` on a daemon thread."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._maintenance_loop, name="log-maintenance", daemon=True)
+        self._thread.start()
+
+    def _maintenance_loop(self) -> None:
+        while not self._stop.wait(self.maintenance_interval_ms / 1000):
+            try:
+                self.run_maintenance(self.clock.now_ms())
+            except Exception:
+                logger.exception("log maintenance failed")
+
+    def shutdown(self) -> None:
+        """Stop maintenance, flush every log, write checkpoints and the clean-shutdown marker of each
+        online directory."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+        for log in self._snapshot():
+            try:
+                log.flush()
+                log.close()
+            except KafkaStorageError:
+                logger.warning("%r could not be flushed: its log dir is offline", log)
+        self.write_checkpoints()
+        for log_dir in self.log_dirs:
+            if log_dir.online:
+                try:
+                    with log_dir.io_guard():
+                        checkpoints.write_atomically(log_dir.path / CLEAN_SHUTDOWN_FILE, b"")
+                except KafkaStorageError:
+                    logger.warning("no clean-shutdown marker in %s", log_dir.path)
+        self.handles.clear()
+
+    # --- logs ------------------------------------------------------------------------------------------
+
+    def _context(self, log_dir: LogDirectory) -> LogContext:
+        return LogContext(self.clock, self.handles, log_dir)
+
+    def _config_for(self, topic: str) -> LogConfig:
+        return LogConfig.resolve(self._topic_overrides.get(topic, {}), self.cluster_defaults)
+
+    def _snapshot(self) -> list[Log]:
+        with self._lock:
+            return list(self._logs.values())
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def logs(self) -> list[tuple[TopicPartition, Log]]:
+        with self._lock:
+            return list(self._logs.items())
+
+    def get_or_create_log(self, topic: str, partition: int, overrides: Mapping[str, object] | None = None) -> Log:
+        """The partition's log, created in the least-loaded online dir if missing. `overrides` (topic
+        configs; validated, InvalidConfigError) replace the topic's overrides when given."""
+        if overrides is not None:
+            self.update_topic_config(topic, overrides)
+        existing = self._logs.get((topic, partition))
+        if existing is not None:
+            return existing
+        online = [d for d in self.log_dirs if d.online]
+        if not online:
+            raise KafkaStorageError("every log dir is offline")
+        with self._lock:
+            load = {id(d): 0 for d in online}
+            for log in self._logs.values():
+                if id(log.log_dir) in load:
+                    load[id(log.log_dir)] += 1
+        log_dir = min(online, key=lambda d: load[id(d)])
+        directory = log_dir.path / partition_dir_name(topic, partition)
+        log = Log.open(directory, topic, partition, self._config_for(topic), self._context(log_dir),
+                       LogState(clean_shutdown=True))
+        with log_dir.io_guard():
+            checkpoints.fsync_dir(log_dir.path)
+        with self._lock:
+            self._logs[(topic, partition)] = log
+        return log
+
+    def update_topic_config(self, topic: str, overrides: Mapping[str, object]) -> None:
+        """Replace the topic's overrides; every log of the topic gets the new LogConfig."""
+        config = LogConfig.resolve(overrides, self.cluster_defaults)
+        self._topic_overrides[topic] = dict(overrides)
+        for (log_topic, _), log in self.logs():
+            if log_topic == topic:
+                with log.lock:
+                    log.config = config
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        """Remove the partition's log: its directory is renamed `<name>.<uuid>-delete` and removed.
+        FileRegions handed out earlier stay readable (their files stay open)."""
+        with self._lock:
+            log = self._logs.pop((topic, partition), None)
+        if log is None:
+            return
+        with log.lock, log.log_dir.io_guard():
+            log.close()
+            doomed = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            os.replace(log.dir, doomed)
+            checkpoints.fsync_dir(log.dir.parent)
+            shutil.rmtree(doomed)
+        self.cleaner.forget(log)
+
+    def offline_dirs(self) -> list[Path]:
+        return [d.path for d in self.log_dirs if not d.online]
+
+    # --- maintenance -----------------------------------------------------------------------------------
+
+    def run_maintenance(self, now_ms: int) -> None:
+        """One pass: retention, flushes (`flush.ms`, rolled segments), delayed deletions, compaction,
+        checkpoints. Safe to call from the maintenance thread while the event loop appends and reads."""
+        with self._maintenance_lock:
+            monotonic_ms = self.clock.monotonic_ms()
+            for log in self._snapshot():
+                if not log.log_dir.online or log.closed:
+                    continue
+                try:
+                    log.delete_old_segments(now_ms)
+                    log.maybe_flush(monotonic_ms)
+                    log.delete_expired_files(monotonic_ms)
+                    if log.config.compact:
+                        self.cleaner.maybe_clean(log, now_ms)
+                except KafkaStorageError:
+                    logger.warning("maintenance of %r skipped: its log dir is offline", log)
+            self.write_checkpoints()
+
+    def write_checkpoints(self) -> None:
+        """Recovery points, log start offsets and cleaner offsets of each online dir, atomically."""
+        for log_dir in self.log_dirs:
+            if not log_dir.online:
+                continue
+            logs = [(tp, log) for tp, log in self.logs() if log.log_dir is log_dir]
+            try:
+                with log_dir.io_guard():
+                    checkpoints.write_offsets(log_dir.path / RECOVERY_POINT_FILE,
+                                              {tp: log.recovery_point for tp, log in logs})
+                    checkpoints.write_offsets(log_dir.path / LOG_START_OFFSET_FILE,
+                                              {tp: log.log_start_offset for tp, log in logs})
+                    self.cleaner.write_checkpoint(log_dir.path, [log for _, log in logs])
+            except KafkaStorageError:
+                logger.warning("checkpoints of %s not written: the dir is offline", log_dir.path)

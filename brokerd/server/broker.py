@@ -1,7 +1,8 @@
 """Composition root: storage, metadata, partitions, dispatcher and listener, started and stopped in order.
 
-Start: open the logs; bind the listening sockets (so port 0 resolves before anything advertises it);
-open the metadata store; build the services; start serving. Stop: the listener drains in-flight
+Start: load the logs; bind the listening sockets (so port 0 resolves before anything advertises it);
+open the metadata store and apply its topic configs to the logs; start log maintenance; build the
+services; start serving. Stop: the listener drains in-flight
 requests, then the logs close.
 """
 
@@ -48,6 +49,9 @@ class Broker:
             self.config.log_dirs[0] / FILE_NAME, self.endpoint,
             TopicDefaults(self.config.num_partitions, self.config.default_replication_factor))
         metadata.open()
+        for topic in metadata.image.topics.values():  # logs loaded at startup get their topic's overrides
+            self._log_manager.update_topic_config(topic.name, dict(topic.configs))
+        self._log_manager.start()
         partitions = PartitionManager(self._log_manager, metadata, self.config.node_id)
         services = BrokerServices(self.config, metadata, partitions, self.endpoint)
         await self._listener.serve(Dispatcher(services, HANDLERS))

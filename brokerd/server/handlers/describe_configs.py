@@ -25,7 +25,7 @@ from brokerd.server.handlers._configs import (
 def _result(resource: object, error: ErrorCode, message: str | None,
             entries: list[ConfigEntry], include_synonyms: bool) -> DescribeConfigsResult:
     keys = resource.configuration_keys  # type: ignore[attr-defined]
-    wanted = set(keys) if keys else None
+    wanted = None if keys is None else set(keys)  # null: all; empty: none (kafka-python relies on it)
     return DescribeConfigsResult(
         error_code=error, error_message=message,
         resource_type=resource.resource_type, resource_name=resource.resource_name,  # type: ignore[attr-defined]

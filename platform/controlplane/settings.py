@@ -3,6 +3,7 @@
 STROM_VAR_DIR      state directory (default <repo>/var): SQLite DB, secret key, logs
 DATABASE_URL       e.g. postgres://user@127.0.0.1:5432/strom (default: SQLite in STROM_VAR_DIR)
 CELERY_BROKER_URL  Redis URL (default redis://127.0.0.1:6390/0, the Redis `make run` starts)
+STROM_CELERY_QUEUE Celery's default queue name (default "celery")
 DJANGO_SECRET_KEY  (default: generated once into STROM_VAR_DIR/secret_key)
 STROM_DEBUG        "1" for Django's debug pages
 STROM_ALLOWED_HOSTS comma-separated extra host names
@@ -142,6 +143,7 @@ SPECTACULAR_SETTINGS = {
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6390/0")
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL)
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("STROM_CELERY_QUEUE", "celery")
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600

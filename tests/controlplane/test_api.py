@@ -25,7 +25,7 @@ def test_token_authentication(cluster, user, url):
 
 @pytest.mark.django_db
 def test_token_endpoint_issues_tokens_for_valid_credentials(user):
-    from tests.controlplane.conftest import PASSWORD
+    from tests.conftest import PASSWORD
 
     client = APIClient()
     assert client.post("/api/token/", {"username": "operator", "password": "wrong"}).status_code == 400
@@ -36,7 +36,7 @@ def test_token_endpoint_issues_tokens_for_valid_credentials(user):
 
 @pytest.mark.django_db
 def test_session_authentication(cluster, user):
-    from tests.controlplane.conftest import PASSWORD
+    from tests.conftest import PASSWORD
 
     client = APIClient()
     assert client.login(username="operator", password=PASSWORD)

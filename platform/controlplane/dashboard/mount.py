@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib.auth import get_user
-from django.db import close_old_connections
+from django.core.signals import request_finished, request_started
 from django.shortcuts import resolve_url
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
@@ -22,7 +22,8 @@ class LoginRequired:
     """WSGI middleware letting through only requests whose Django session belongs to an active user.
 
     Anonymous page requests are redirected to the login page (with `next`); Dash's XHR endpoints answer
-    401. Database connections are recycled around each request, as Django's own handler does.
+    401. Django's request signals are sent around each request, as Django's own handler does, so that
+    database connections are recycled the same way for the dashboard's ORM reads.
     """
 
     def __init__(self, app):
@@ -38,12 +39,12 @@ class LoginRequired:
         return get_user(SimpleNamespace(session=self.session_store(session_key))).is_authenticated
 
     def __call__(self, environ, start_response):
-        close_old_connections()
+        request_started.send(sender=self.__class__, environ=environ)
         try:
             if self.is_authenticated(environ):
                 return self.app(environ, start_response)
         finally:
-            close_old_connections()
+            request_finished.send(sender=self.__class__)
         path = MOUNT_POINT + environ.get("PATH_INFO", "")
         if "/_dash-" in path:
             start_response("401 Unauthorized", [("Content-Type", "text/plain")])

@@ -1,7 +1,7 @@
 import pytest
 from django.test import Client
 
-from tests.controlplane.conftest import PASSWORD
+from tests.conftest import PASSWORD
 
 PAGES = ["/", "/brokers/", "/topics/", "/groups/", "/reassignments/", "/alerts/", "/reports/"]
 

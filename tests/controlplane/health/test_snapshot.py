@@ -4,6 +4,7 @@ import pytest
 from django.utils import timezone
 
 from controlplane.health.models import ClusterHealthSnapshot
+from controlplane.health.schedule import DEFAULT_EVERY_S
 from controlplane.health.snapshot import measure_health, take_snapshot
 from controlplane.health.tasks import record_cluster_health
 
@@ -30,4 +31,4 @@ def test_the_task_is_scheduled_in_the_database():
     from django_celery_beat.models import PeriodicTask
 
     task = PeriodicTask.objects.get(task="controlplane.health.record_cluster_health")
-    assert task.enabled and task.interval.every == 30 and task.interval.period == "seconds"
+    assert task.enabled and task.interval.every == DEFAULT_EVERY_S == 30 and task.interval.period == "seconds"

@@ -2,17 +2,12 @@
 
 from django.db import migrations
 
-TASK_NAME = "Record cluster health"
+from controlplane.health.schedule import TASK_NAME, ensure_schedule
 
 
 def schedule(apps, schema_editor):
-    IntervalSchedule = apps.get_model("django_celery_beat", "IntervalSchedule")
-    PeriodicTask = apps.get_model("django_celery_beat", "PeriodicTask")
-    every_30s, _ = IntervalSchedule.objects.get_or_create(every=30, period="seconds")
-    PeriodicTask.objects.update_or_create(
-        name=TASK_NAME,
-        defaults={"task": "controlplane.health.record_cluster_health", "interval": every_30s, "enabled": True},
-    )
+    ensure_schedule(apps.get_model("django_celery_beat", "IntervalSchedule"),
+                    apps.get_model("django_celery_beat", "PeriodicTask"))
 
 
 def unschedule(apps, schema_editor):

@@ -11,7 +11,15 @@ if [ "$(id -u)" -eq 0 ]; then as_pg() { runuser -u postgres -- "$@"; }; else as_
 case "${1:-start}" in
   start)
     mkdir -p "$root"
-    [ "$(id -u)" -eq 0 ] && chown postgres: "$root"
+    if [ "$(id -u)" -eq 0 ]; then
+      chown postgres: "$root"
+      # The server runs as 'postgres', which must be able to reach var/ (e.g. in a 0700 temp clone).
+      d=$root
+      while [ "$d" != / ]; do
+        d=$(dirname "$d")
+        runuser -u postgres -- test -x "$d" || chmod o+x "$d"
+      done
+    fi
     if [ ! -f "$data/PG_VERSION" ]; then
       as_pg "$bindir/initdb" -D "$data" -U strom --auth=trust -E UTF8 >/dev/null
     fi

@@ -62,5 +62,4 @@ def manager_factory(tmp_path: Path, clock: ManualClock) -> Iterator[Callable[...
 
     yield make
     for manager in managers:
-        if manager._thread is not None:
-            manager.shutdown()
+        manager.shutdown()

@@ -1,0 +1,99 @@
+"""LogManager: placement over several log dirs, a failing dir going offline alone, bounded file
+handles, checkpoints and the clean-shutdown marker, topic config updates and log deletion."""
+
+import errno
+
+import pytest
+
+from brokerd.errors import KafkaStorageError
+from brokerd.storage import LogManager, log_manager
+from brokerd.storage.checkpoints import read_epochs, read_offsets
+
+from .conftest import build_batch, decode  # noqa: TID252
+
+
+def test_logs_spread_over_dirs_and_reload(tmp_path, clock):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = LogManager(dirs, {}, clock)
+    manager.startup()
+    for partition in range(4):
+        manager.get_or_create_log("t-x", partition).append_as_leader(
+            build_batch([(b"k", b"v", clock.now_ms())] * (partition + 1)), 7)
+    assert sorted(p.name for d in dirs for p in d.iterdir() if p.is_dir()) == [f"t-x-{i}" for i in range(4)]
+    assert all(len([p for p in d.iterdir() if p.is_dir()]) == 2 for d in dirs)
+    manager.shutdown()
+    assert all((d / ".kafka_cleanshutdown").exists() for d in dirs)
+    assert read_offsets(dirs[0] / "recovery-point-offset-checkpoint")
+    reloaded = LogManager(dirs, {}, clock)
+    reloaded.startup()
+    assert not any((d / ".kafka_cleanshutdown").exists() for d in dirs), "a crash from now on is unclean"
+    assert {tp: log.log_end_offset for tp, log in reloaded.logs()} == {("t-x", i): i + 1 for i in range(4)}
+    log = reloaded.get_log("t-x", 2)
+    assert read_epochs(log.dir / "leader-epoch-checkpoint") == [(7, 0)]
+    reloaded.shutdown()
+
+
+def test_failing_disk_takes_only_its_dir_offline(tmp_path, clock, monkeypatch):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = LogManager(dirs, {}, clock)
+    manager.startup()
+    healthy, failing = (manager.get_or_create_log("t", i) for i in range(2))
+    assert healthy.log_dir is not failing.log_dir
+    batch = build_batch([(b"k", b"v", clock.now_ms())])
+    healthy.append_as_leader(bytearray(batch), 0)
+    failing.append_as_leader(bytearray(batch), 0)
+    before = failing.active_segment.log_path.read_bytes()
+    file_type = type(failing.active_segment.file())
+    real_write = file_type.write
+
+    def write_half_then_fail(self, data):
+        if str(self.name) != str(failing.active_segment.log_path):
+            return real_write(self, data)
+        real_write(self, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(file_type, "write", write_half_then_fail)
+    with pytest.raises(KafkaStorageError) as raised:
+        failing.append_as_leader(bytearray(batch), 0)
+    monkeypatch.undo()
+    assert raised.value.kafka_error == "KAFKA_STORAGE_ERROR"
+    assert manager.offline_dirs() == [failing.log_dir.path]
+    assert failing.active_segment.log_path.read_bytes() == before, "nothing half-written stays"
+    with pytest.raises(KafkaStorageError):
+        failing.read(0, 100, 1)
+    assert healthy.append_as_leader(bytearray(batch), 0).first_offset == 1
+    assert manager.get_or_create_log("t", 5).log_dir is healthy.log_dir
+    manager.shutdown()
+
+
+def test_open_file_handles_are_bounded(tmp_path, clock):
+    manager = LogManager([tmp_path], {"segment.bytes": 200}, clock, max_open_files=3)
+    manager.startup()
+    logs = [manager.get_or_create_log("t", i) for i in range(6)]
+    for _ in range(4):
+        for log in logs:
+            log.append_as_leader(build_batch([(b"k", b"v" * 120, clock.now_ms())]), 0)
+    for log in logs:
+        assert len(decode(log.read_bytes(log.read(0, 1 << 20, log.log_end_offset)))) == 1
+    assert len(manager.handles) <= 3
+    manager.shutdown()
+
+
+def test_topic_config_update_and_delete_log(tmp_path, clock):
+    manager = LogManager([tmp_path], {}, clock)
+    manager.startup()
+    log = manager.get_or_create_log("t", 0, {"retention.ms": "1000"})
+    assert log.config.retention_ms == 1000
+    manager.update_topic_config("t", {"cleanup.policy": "compact"})
+    assert log.config.compact and log.config.retention_ms == 604_800_000
+    log.append_as_leader(build_batch([(b"k", b"v", clock.now_ms())]), 0)
+    region = log.read(0, 100, 1)
+    manager.delete_log("t", 0)
+    assert manager.get_log("t", 0) is None and not any(tmp_path.glob("t-0*"))
+    assert decode(log.read_bytes(region))[0][0] == 0, "a handed-out region stays readable"
+    manager.shutdown()
+
+
+def test_partition_dir_names():
+    assert log_manager.parse_partition_dir("my-topic-12") == ("my-topic", 12)
+    assert log_manager.parse_partition_dir("notapartition") is None

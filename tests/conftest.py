@@ -35,9 +35,13 @@ def live_app(transactional_db):
     thread.join()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
-    """Debian's Chromium driven by Playwright (Playwright's own browser download is not available here)."""
+    """Debian's Chromium driven by Playwright (Playwright's own browser download is not available here).
+
+    Module-scoped: Playwright's sync API runs an event loop in this thread while it is open, which would
+    break later tests that call asyncio.run().
+    """
     from playwright.sync_api import sync_playwright
 
     # Playwright's sync API keeps an event loop in this thread; the ORM calls tests make between page

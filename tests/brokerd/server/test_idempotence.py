@@ -4,7 +4,7 @@ with their original offsets and not re-appended; gaps and fenced epochs are refu
 import asyncio
 import struct
 
-import google_crc32c
+from crc32c import crc32c
 import pytest
 
 from brokerd.clock import ManualClock
@@ -24,7 +24,7 @@ def batch(producer_id: int, epoch: int, base_sequence: int, count: int = 2) -> b
     records = b"".join(bytes([12, 0, 0, 2 * i, 1, 1, 0]) for i in range(count))
     body = HEADER_AFTER_CRC.pack(0, count - 1, 1_700_000_000_000, 1_700_000_000_000, producer_id, epoch,
                                  base_sequence, count) + records
-    crc = google_crc32c.value(body)
+    crc = crc32c(body)
     head = struct.pack(">qiibI", 0, 4 + 1 + 4 + len(body), -1, 2, crc)
     return head + body
 

@@ -4,8 +4,8 @@ with their original offsets and not re-appended; gaps and fenced epochs are refu
 import asyncio
 import struct
 
-from crc32c import crc32c
 import pytest
+from crc32c import crc32c
 
 from brokerd.clock import ManualClock
 from brokerd.metadata.image import BrokerEndpoint, NewTopic

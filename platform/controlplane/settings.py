@@ -7,6 +7,12 @@ STROM_CELERY_QUEUE Celery's default queue name (default "celery")
 DJANGO_SECRET_KEY  (default: generated once into STROM_VAR_DIR/secret_key)
 STROM_DEBUG        "1" for Django's debug pages
 STROM_ALLOWED_HOSTS comma-separated extra host names
+STROM_CLUSTER_SECRET the shared secret of the broker ↔ control plane internal API (default: generated once
+                   into STROM_VAR_DIR/cluster_secret)
+Cluster timing (Kafka's names; see "The controller" below): STROM_BROKER_SESSION_TIMEOUT_MS,
+STROM_BROKER_HEARTBEAT_INTERVAL_MS, STROM_CONTROLLER_LEASE_MS, STROM_CONTROLLER_TICK_MS,
+STROM_AUTO_LEADER_REBALANCE_ENABLE, STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
+STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE, STROM_NUM_PARTITIONS
 """
 
 import os
@@ -20,18 +26,24 @@ VAR_DIR = Path(os.environ.get("STROM_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
-def _secret_key() -> str:
-    if key := os.environ.get("DJANGO_SECRET_KEY"):
+def _generated_secret(env: str, filename: str) -> str:
+    """The environment's value, else a random secret generated once into STROM_VAR_DIR/<filename>."""
+    if key := os.environ.get(env):
         return key
-    path = VAR_DIR / "secret_key"
-    if not path.exists():
+    path = VAR_DIR / filename
+    try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
         with os.fdopen(fd, "w") as f:
             f.write(secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 
-SECRET_KEY = _secret_key()
+SECRET_KEY = _generated_secret("DJANGO_SECRET_KEY", "secret_key")
+# Bearer token of the internal API (/internal/v1/), shared with the brokers.
+STROM_CLUSTER_SECRET = _generated_secret("STROM_CLUSTER_SECRET", "cluster_secret")
 DEBUG = os.environ.get("STROM_DEBUG") == "1"
 ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]", "testserver",
                  *filter(None, os.environ.get("STROM_ALLOWED_HOSTS", "").split(","))]
@@ -52,6 +64,8 @@ INSTALLED_APPS = [
     "controlplane.cluster",
     "controlplane.topics",
     "controlplane.health",
+    "controlplane.controller",
+    "controlplane.brokerapi",
     "controlplane.console",
 ]
 
@@ -152,6 +166,31 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # How long health snapshots are kept (days).
 STROM_HEALTH_RETENTION_DAYS = int(os.environ.get("STROM_HEALTH_RETENTION_DAYS", "7"))
+
+
+def _env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    return os.environ.get(name, "true" if default else "false").strip().lower() in ("1", "true", "yes")
+
+
+# The controller (`manage.py run_controller`) and the brokers' sessions, with Kafka's config names.
+# broker.session.timeout.ms / broker.heartbeat.interval.ms: Kafka's 9000/2000 make failover take ~13 s;
+# Strom aims at <= 3 s from a leader's death to the next acknowledged record. 2000 ms tolerates 7 missed
+# heartbeats at 250 ms (a heartbeat is one small UPDATE; measured worst gaps are far below that).
+STROM_BROKER_SESSION_TIMEOUT_MS = _env_int("STROM_BROKER_SESSION_TIMEOUT_MS", 2000)
+STROM_BROKER_HEARTBEAT_INTERVAL_MS = _env_int("STROM_BROKER_HEARTBEAT_INTERVAL_MS", 250)
+# The controller's lease in the database: renewed every third of it; a successor waits for it to expire.
+STROM_CONTROLLER_LEASE_MS = _env_int("STROM_CONTROLLER_LEASE_MS", 3000)
+STROM_CONTROLLER_TICK_MS = _env_int("STROM_CONTROLLER_TICK_MS", 100)
+# auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds, leader.imbalance.per.broker.percentage
+STROM_AUTO_LEADER_REBALANCE_ENABLE = _env_bool("STROM_AUTO_LEADER_REBALANCE_ENABLE", True)
+STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = _env_int("STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS", 300)
+STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = _env_int("STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE", 10)
+# num.partitions: partitions of a topic created with num_partitions = -1.
+STROM_NUM_PARTITIONS = _env_int("STROM_NUM_PARTITIONS", 1)
 
 LOGGING = {
     "version": 1,

@@ -9,5 +9,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/", include(("controlplane.api.urls", "api"))),
+    # The brokers' internal API (cluster-secret bearer auth), outside the public REST API and its schema.
+    path("internal/v1/", include("controlplane.brokerapi.urls")),
     path("", include("controlplane.console.urls")),
 ]

@@ -1,5 +1,8 @@
 """Brokers and the controller's state: the part of the metadata store ZooKeeper/KRaft holds in Kafka."""
 
+import base64
+import uuid
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
@@ -53,18 +56,30 @@ class Broker(models.Model):
         return [(e.name, e.host, e.port) for e in parse_listeners(self.listeners)]
 
 
-class ControllerState(models.Model):
-    """The single row holding the controller epoch and the metadata version.
+def new_cluster_id() -> str:
+    """A Kafka cluster id: a random UUID in URL-safe base64 without padding (22 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
-    `controller_epoch` increases each time a controller takes over; `metadata_version` increases with every
-    committed metadata change, so brokers can tell whether their copy is current.
+
+class ControllerState(models.Model):
+    """The single row holding the controller lease, the controller epoch and the metadata version.
+
+    Every metadata change locks this row first (`controlplane.cluster.metadata.locked_state`), so changes are
+    serialised. `controller_epoch` increases each time a controller takes over the lease (held by
+    `active_controller_id` until `lease_expires_at`); `metadata_version` increases with every committed
+    metadata change, so brokers can tell whether their copy is current. `next_producer_id` is the first id of
+    the next block handed out by AllocateProducerIds.
     """
 
     singleton = models.BooleanField(default=True, unique=True, editable=False)
+    cluster_id = models.CharField(max_length=64, default=new_cluster_id, help_text="Kafka cluster id")
     controller_epoch = models.BigIntegerField(default=0)
     active_controller_id = models.CharField(max_length=255, blank=True, default="",
                                             help_text="identity of the controller process holding the lease")
+    lease_expires_at = models.DateTimeField(null=True, blank=True,
+                                            help_text="the active controller's lease ends here unless renewed")
     metadata_version = models.BigIntegerField(default=0)
+    next_producer_id = models.BigIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

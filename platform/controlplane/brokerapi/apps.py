@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class BrokerApiConfig(AppConfig):
+    name = "controlplane.brokerapi"
+    label = "brokerapi"

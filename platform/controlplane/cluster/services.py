@@ -1,0 +1,146 @@
+"""What brokers do to the cluster: register, heartbeat, propose ISR changes, take producer-id blocks.
+
+Each mutation is one transaction that first takes `metadata.locked_state()`; requests carrying a broker's
+old `registration_epoch` (a zombie) are refused with STALE_BROKER_EPOCH and change nothing. The heartbeat is
+the exception that proves the rule: it only refreshes `last_heartbeat` with a single conditional UPDATE (on
+the broker's epoch and `running` state) and takes no lock, because it is not a metadata change and must stay
+cheap; the controller re-checks the heartbeat under the lock before fencing.
+"""
+
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from controlplane.controller import election
+from controlplane.core.errors import KafkaApiError
+from controlplane.topics.models import Partition
+
+from . import metadata
+from .models import Broker, BrokerState, ControllerState
+
+__all__ = ("PRODUCER_ID_BLOCK_SIZE", "allocate_producer_ids", "alter_partition", "heartbeat", "register_broker")
+
+# Kafka's ProducerIdManager hands out blocks of 1000 ids.
+PRODUCER_ID_BLOCK_SIZE = 1000
+
+
+def _stale(broker_id: int, epoch: int) -> KafkaApiError:
+    return KafkaApiError("STALE_BROKER_EPOCH",
+                         f"Broker {broker_id} has no current registration with epoch {epoch}")
+
+
+def _checked_broker(broker_id: int, registration_epoch: int) -> Broker:
+    """The running broker `broker_id` at `registration_epoch` (call under the lock), else STALE_BROKER_EPOCH."""
+    broker = Broker.objects.filter(broker_id=broker_id).first()
+    if broker is None or broker.registration_epoch != registration_epoch or broker.state != BrokerState.RUNNING:
+        raise _stale(broker_id, registration_epoch)
+    return broker
+
+
+def register_broker(broker_id: int, listeners: str, rack: str | None, log_dirs: list[str],
+                    now: datetime | None = None) -> dict:
+    """(Re-)register a broker: a new `registration_epoch`, state `running`.
+
+    A broker that registers while its previous incarnation still counts as running (a quick restart) is
+    first treated as fenced: its leaderships move to other in-sync replicas and it leaves the ISRs, since
+    the new incarnation has to prove it caught up (the leader proposes it back through AlterPartition).
+    Then partitions without a leader whose ISR contains it get it as leader.
+    """
+    now = now or timezone.now()
+    broker = Broker(broker_id=broker_id, listeners=listeners, rack=rack or "", log_dirs=log_dirs)
+    try:
+        broker.clean_fields(exclude=["state", "last_heartbeat", "registration_epoch", "registered_at"])
+    except Exception as e:  # ValidationError: message_dict names the field
+        raise KafkaApiError("INVALID_REQUEST", f"Invalid broker registration: {e}") from None
+    with transaction.atomic():
+        state = metadata.locked_state()
+        existing = Broker.objects.select_for_update().filter(broker_id=broker_id).first()
+        if existing is not None and existing.state in (BrokerState.RUNNING, BrokerState.SHUTTING_DOWN):
+            election.on_broker_gone(broker_id, election.live_broker_ids() - {broker_id})
+        epoch = (existing.registration_epoch if existing else 0) + 1
+        Broker.objects.update_or_create(broker_id=broker_id, defaults={
+            "listeners": listeners, "rack": rack or "", "log_dirs": log_dirs, "state": BrokerState.RUNNING,
+            "registration_epoch": epoch, "last_heartbeat": now,
+        })
+        election.elect_offline_partitions(election.live_broker_ids())
+        version = metadata.bump(state)
+    return {"cluster_id": state.cluster_id, "registration_epoch": epoch,
+            "heartbeat_interval_ms": settings.STROM_BROKER_HEARTBEAT_INTERVAL_MS,
+            "session_timeout_ms": settings.STROM_BROKER_SESSION_TIMEOUT_MS, "metadata_version": version}
+
+
+def heartbeat(broker_id: int, registration_epoch: int, shutting_down: bool = False,
+              now: datetime | None = None) -> dict:
+    """Record that the broker is alive. A fenced broker learns it must register again (state `fenced`).
+
+    `shutting_down` is Kafka's controlled shutdown: the broker's leaderships move to other in-sync
+    replicas and it leaves the ISRs at once, before it stops; it is fenced when its heartbeats stop.
+    """
+    now = now or timezone.now()
+    live = Broker.objects.filter(broker_id=broker_id, registration_epoch=registration_epoch,
+                                 state__in=(BrokerState.RUNNING, BrokerState.SHUTTING_DOWN))
+    if live.update(last_heartbeat=now) == 0:
+        broker = Broker.objects.filter(broker_id=broker_id).first()
+        if broker is None or broker.registration_epoch != registration_epoch:
+            raise _stale(broker_id, registration_epoch)
+        return {"state": broker.state, "metadata_version": metadata.current_version()}
+    if shutting_down:
+        with transaction.atomic():
+            state = metadata.locked_state()
+            if Broker.objects.filter(broker_id=broker_id, registration_epoch=registration_epoch,
+                                     state=BrokerState.RUNNING).update(state=BrokerState.SHUTTING_DOWN):
+                election.on_broker_gone(broker_id, election.live_broker_ids())
+                metadata.bump(state)
+    broker_state = Broker.objects.filter(broker_id=broker_id).values_list("state", flat=True).first()
+    return {"state": broker_state, "metadata_version": metadata.current_version()}
+
+
+def alter_partition(broker_id: int, registration_epoch: int, topic: str, partition: int, leader_epoch: int,
+                    partition_epoch: int, isr: list[int]) -> dict:
+    """Kafka's AlterPartition: the leader proposes a new ISR at the epochs it knows.
+
+    Checked in Kafka's order: the broker's registration, the partition, the leader epoch
+    (FENCED_LEADER_EPOCH), that the sender leads (INVALID_REQUEST), the partition epoch
+    (INVALID_UPDATE_VERSION), then the ISR itself: replicas only, containing the leader, and every member
+    that joins must be running (INELIGIBLE_REPLICA).
+    """
+    with transaction.atomic():
+        state = metadata.locked_state()
+        _checked_broker(broker_id, registration_epoch)
+        current = Partition.objects.select_related("topic").filter(topic__name=topic, partition=partition).first()
+        if current is None:
+            raise KafkaApiError("UNKNOWN_TOPIC_OR_PARTITION", f"Unknown partition {topic}-{partition}")
+        if leader_epoch != current.leader_epoch:
+            raise KafkaApiError("FENCED_LEADER_EPOCH", f"Leader epoch {leader_epoch} of {topic}-{partition} "
+                                                       f"is not the current {current.leader_epoch}")
+        if current.leader != broker_id:
+            raise KafkaApiError("INVALID_REQUEST", f"Broker {broker_id} is not the leader of {topic}-{partition} "
+                                                   f"(the leader is {current.leader})")
+        if partition_epoch != current.partition_epoch:
+            raise KafkaApiError("INVALID_UPDATE_VERSION",
+                                f"Partition epoch {partition_epoch} of {topic}-{partition} is not the current "
+                                f"{current.partition_epoch}")
+        if len(set(isr)) != len(isr) or not set(isr) <= set(current.replicas) or broker_id not in isr:
+            raise KafkaApiError("INVALID_REQUEST", f"The ISR {isr} must be distinct replicas of {topic}-{partition} "
+                                                   f"({current.replicas}) including the leader {broker_id}")
+        joining = set(isr) - set(current.isr)
+        ineligible = joining - election.live_broker_ids()
+        if ineligible:
+            raise KafkaApiError("INELIGIBLE_REPLICA", f"Brokers {sorted(ineligible)} are not running and cannot "
+                                                       f"join the ISR of {topic}-{partition}")
+        new_isr = [b for b in current.replicas if b in isr]  # keep replica order
+        if election.apply_change(current, election.PartitionState(current.leader, tuple(new_isr))):
+            metadata.bump(state)
+    return {"topic": topic, **metadata.partition_image(current)}
+
+
+def allocate_producer_ids(broker_id: int, registration_epoch: int) -> dict:
+    """Kafka's AllocateProducerIds: the next block of producer ids, never handed out twice."""
+    with transaction.atomic():
+        state = metadata.locked_state()
+        _checked_broker(broker_id, registration_epoch)
+        first = state.next_producer_id
+        ControllerState.objects.filter(pk=state.pk).update(next_producer_id=first + PRODUCER_ID_BLOCK_SIZE)
+    return {"first_producer_id": first, "count": PRODUCER_ID_BLOCK_SIZE}

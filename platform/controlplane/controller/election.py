@@ -1,0 +1,199 @@
+"""Leader election and ISR changes, as Kafka's controller makes them (KRaft `PartitionChangeBuilder`).
+
+The `choose_*` functions are pure: given a partition's replicas, ISR and leader and the set of live brokers
+they return the partition's next `(leader, isr)`. `apply_change` writes one partition conditionally on the
+epochs it was read at, bumping `leader_epoch` when the leader changes and `partition_epoch` on any change.
+Callers hold `metadata.locked_state()` inside one transaction and bump the metadata version if anything
+changed.
+
+Glossary: a broker is *live* when it is registered and `running`; an *eligible* leader is a live ISR member;
+an *unclean* election picks a live replica outside the ISR (may lose acknowledged records).
+"""
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from controlplane.cluster import metadata
+from controlplane.cluster.models import Broker, BrokerState
+from controlplane.core.errors import KafkaApiError
+from controlplane.topics.models import NO_LEADER, Partition, Topic
+
+__all__ = ("PREFERRED", "UNCLEAN", "ElectionResult", "PartitionState", "apply_change", "choose_after_fencing",
+           "choose_leader_for_offline", "choose_preferred", "elect_leaders", "elect_offline_partitions",
+           "imbalanced_partitions", "live_broker_ids", "on_broker_gone", "unclean_allowed")
+
+PREFERRED = "preferred"
+UNCLEAN = "unclean"
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """The part of a partition an election decides: its leader and ISR."""
+
+    leader: int
+    isr: tuple[int, ...]
+
+
+def choose_after_fencing(replicas: list[int], isr: list[int], leader: int, gone: int, live: Collection[int],
+                         unclean: bool) -> PartitionState:
+    """`gone` stopped being live: drop it from the ISR and, if it led, elect the first eligible replica.
+
+    The ISR never becomes empty: if `gone` was its last member it stays (Kafka keeps the last ISR so the
+    partition can come back when that broker does) and the partition has no leader, unless `unclean`
+    allows a live out-of-sync replica to take over.
+    """
+    new_isr = [b for b in isr if b != gone]
+    if not new_isr:
+        new_isr = list(isr)
+    new_leader = leader
+    if leader == gone or leader not in new_isr:
+        new_leader = next((b for b in replicas if b in new_isr and b in live and b != gone), NO_LEADER)
+    if new_leader == NO_LEADER and unclean:
+        new_leader = next((b for b in replicas if b in live and b != gone), NO_LEADER)
+        if new_leader != NO_LEADER:
+            new_isr = [new_leader]
+    return PartitionState(new_leader, tuple(new_isr))
+
+
+def choose_leader_for_offline(replicas: list[int], isr: list[int], live: Collection[int], unclean: bool
+                              ) -> PartitionState | None:
+    """A partition without a leader: the first live ISR member leads; with `unclean`, any live replica."""
+    leader = next((b for b in replicas if b in isr and b in live), NO_LEADER)
+    if leader != NO_LEADER:
+        return PartitionState(leader, tuple(isr))
+    if unclean:
+        leader = next((b for b in replicas if b in live), NO_LEADER)
+        if leader != NO_LEADER:
+            return PartitionState(leader, (leader,))
+    return None
+
+
+def choose_preferred(replicas: list[int], isr: list[int], leader: int, live: Collection[int]
+                     ) -> PartitionState | str:
+    """Preferred-leader election: `replicas[0]` leads if it is live and in sync; else a Kafka error name."""
+    preferred = replicas[0]
+    if leader == preferred:
+        return "ELECTION_NOT_NEEDED"
+    if preferred not in isr or preferred not in live:
+        return "PREFERRED_LEADER_NOT_AVAILABLE"
+    return PartitionState(preferred, tuple(isr))
+
+
+def live_broker_ids() -> set[int]:
+    return set(Broker.objects.filter(state=BrokerState.RUNNING).values_list("broker_id", flat=True))
+
+
+def unclean_allowed(topic: Topic) -> bool:
+    return bool(topic.effective_configs()["unclean.leader.election.enable"])
+
+
+def apply_change(partition: Partition, change: PartitionState) -> bool:
+    """Write `change` if the partition still has the epochs it was read with; True if a row changed.
+
+    The caller holds the controller-state lock, so the condition normally holds; it is the last line of
+    defence against a writer that did not take the lock.
+    """
+    if partition.leader == change.leader and tuple(partition.isr) == change.isr:
+        return False
+    leader_epoch = partition.leader_epoch + (1 if partition.leader != change.leader else 0)
+    updated = Partition.objects.filter(
+        pk=partition.pk, leader_epoch=partition.leader_epoch, partition_epoch=partition.partition_epoch,
+    ).update(leader=change.leader, isr=list(change.isr), leader_epoch=leader_epoch,
+             partition_epoch=partition.partition_epoch + 1)
+    if updated:
+        partition.leader, partition.isr = change.leader, list(change.isr)
+        partition.leader_epoch, partition.partition_epoch = leader_epoch, partition.partition_epoch + 1
+    return bool(updated)
+
+
+def imbalanced_partitions(partitions: Iterable[Partition], live: Collection[int], threshold_percent: int
+                          ) -> list[Partition]:
+    """Kafka's auto leader rebalance: partitions to move back to their preferred leader.
+
+    For each broker, the imbalance ratio is the share of the partitions it prefers to lead that it does not
+    lead. Brokers whose ratio exceeds `threshold_percent` get their partitions back where that is possible
+    (the preferred replica is live and in sync).
+    """
+    preferred_by_broker: dict[int, list[Partition]] = {}
+    for p in partitions:
+        if p.replicas:
+            preferred_by_broker.setdefault(p.replicas[0], []).append(p)
+    chosen = []
+    for broker, preferred in preferred_by_broker.items():
+        not_leading = [p for p in preferred if p.leader != broker]
+        if broker in live and len(not_leading) * 100 > threshold_percent * len(preferred):
+            chosen += [p for p in not_leading if isinstance(choose_preferred(p.replicas, p.isr, p.leader, live),
+                                                            PartitionState)]
+    return chosen
+
+
+@dataclass(frozen=True)
+class ElectionResult:
+    topic: str
+    partition: int
+    error: str | None
+
+
+def elect_leaders(election_type: str, targets: list[tuple[str, int]] | None) -> list[ElectionResult]:
+    """Kafka's ElectLeaders, in one transaction. `targets` None means every partition; then, as in Kafka,
+    partitions that need no election are left out of the results."""
+    if election_type not in (PREFERRED, UNCLEAN):
+        raise KafkaApiError("INVALID_REQUEST", f"Unknown election type {election_type!r}")
+    results = []
+    with transaction.atomic():
+        state = metadata.locked_state()
+        live = live_broker_ids()
+        partitions = Partition.objects.select_related("topic").order_by("topic__name", "partition")
+        if targets is None:
+            chosen = [(p.topic.name, p.partition, p) for p in partitions]
+        else:
+            by_key = {(p.topic.name, p.partition): p for p in partitions}
+            chosen = [(t, n, by_key.get((t, n))) for t, n in targets]
+        changed = False
+        for topic, number, partition in chosen:
+            if partition is None:
+                results.append(ElectionResult(topic, number, "UNKNOWN_TOPIC_OR_PARTITION"))
+                continue
+            if election_type == PREFERRED:
+                outcome = choose_preferred(partition.replicas, partition.isr, partition.leader, live)
+            elif partition.leader != NO_LEADER and partition.leader in live:
+                outcome = "ELECTION_NOT_NEEDED"
+            else:
+                outcome = choose_leader_for_offline(partition.replicas, partition.isr, live, unclean=True) \
+                    or "ELIGIBLE_LEADERS_NOT_AVAILABLE"
+            if isinstance(outcome, PartitionState):
+                changed |= apply_change(partition, outcome)
+                outcome = None
+            if targets is not None or outcome != "ELECTION_NOT_NEEDED":
+                results.append(ElectionResult(topic, number, outcome))
+        if changed:
+            metadata.bump(state)
+    return results
+
+
+def on_broker_gone(broker_id: int, live: Collection[int]) -> bool:
+    """`broker_id` was fenced or is shutting down: move its leaderships and drop it from ISRs.
+
+    Caller holds `metadata.locked_state()`; returns whether any partition changed.
+    """
+    changed = False
+    for partition in Partition.objects.select_related("topic"):
+        if broker_id not in partition.replicas:
+            continue
+        change = choose_after_fencing(partition.replicas, partition.isr, partition.leader, broker_id, live,
+                                      unclean_allowed(partition.topic))
+        changed |= apply_change(partition, change)
+    return changed
+
+
+def elect_offline_partitions(live: Collection[int]) -> bool:
+    """Give every partition without a leader the first live ISR member (or, where the topic allows unclean
+    election, any live replica). Caller holds `metadata.locked_state()`; returns whether anything changed."""
+    changed = False
+    for partition in Partition.objects.select_related("topic").filter(leader=NO_LEADER):
+        change = choose_leader_for_offline(partition.replicas, partition.isr, live, unclean_allowed(partition.topic))
+        if change is not None:
+            changed |= apply_change(partition, change)
+    return changed

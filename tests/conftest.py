@@ -25,9 +25,19 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 @pytest.fixture
 def live_app(transactional_db):
     """`controlplane.wsgi.application` (Django + dashboard) served by a threaded server on 127.0.0.1."""
+    from django.db import connections
+
     from controlplane.wsgi import application
 
-    server = make_server("127.0.0.1", 0, application, threaded=True)
+    def app_closing_connections(environ, start_response):
+        # Each request runs in its own thread; close that thread's connections so the test database can
+        # be dropped afterwards (PostgreSQL refuses while sessions remain).
+        try:
+            return application(environ, start_response)
+        finally:
+            connections.close_all()
+
+    server = make_server("127.0.0.1", 0, app_closing_connections, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"

@@ -4,6 +4,7 @@ from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from controlplane.cluster.api.views import BrokerViewSet
+from controlplane.controller.api.views import ElectLeadersView
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
 from controlplane.topics.api.views import PartitionViewSet, TopicViewSet
 
@@ -17,5 +18,6 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("token/", obtain_auth_token, name="token"),
+    path("elect-leaders/", ElectLeadersView.as_view(), name="elect-leaders"),
     path("", include(router.urls)),
 ]

@@ -1,0 +1,222 @@
+"""The controller: the one process that fences dead brokers and moves leadership (KRaft's active controller).
+
+`Controller.tick()` is one iteration of `manage.py run_controller`'s loop (every `STROM_CONTROLLER_TICK_MS`):
+
+1. hold the lease: take it over when it expired (controller_epoch += 1) or renew it once a third of it has
+   passed; a controller that cannot renew stops acting until it holds the lease again;
+2. fence brokers whose last heartbeat is older than the session timeout, moving their leaderships to the
+   next in-sync replica and dropping them from ISRs (`election.on_broker_gone`);
+3. elect leaders for partitions without one when the metadata changed (a broker came back, …);
+4. with auto leader rebalance, every check interval, move leadership back to preferred replicas of brokers
+   whose imbalance exceeds the threshold.
+
+Every action is one transaction that locks the controller-state row and first checks that this controller
+still holds the lease at its epoch (`_guard`), so a stale controller changes nothing. The clock is injected
+(`clock()` returns an aware datetime) so tests never sleep. Not thread-safe: one thread runs the loop.
+"""
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from controlplane.cluster import metadata
+from controlplane.cluster.models import Broker, BrokerState, ControllerState
+from controlplane.topics.models import NO_LEADER, Partition
+
+from . import election
+
+__all__ = ("Controller", "NotControllerError")
+
+log = logging.getLogger(__name__)
+
+
+class NotControllerError(Exception):
+    """This controller does not hold the lease (any more): it must not change anything."""
+
+
+class Controller:
+    def __init__(self, identity: str | None = None, clock: Callable[[], datetime] = timezone.now, *,
+                 lease_ms: int | None = None, session_timeout_ms: int | None = None,
+                 auto_rebalance: bool | None = None, imbalance_check_interval_s: int | None = None,
+                 imbalance_percent: int | None = None):
+        self.identity = identity or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.clock = clock
+        def given_or(value, setting):
+            return getattr(settings, setting) if value is None else value
+
+        self.lease = timedelta(milliseconds=given_or(lease_ms, "STROM_CONTROLLER_LEASE_MS"))
+        self.session_timeout = timedelta(milliseconds=given_or(session_timeout_ms, "STROM_BROKER_SESSION_TIMEOUT_MS"))
+        self.auto_rebalance = given_or(auto_rebalance, "STROM_AUTO_LEADER_REBALANCE_ENABLE")
+        self.imbalance_check_interval = timedelta(seconds=given_or(
+            imbalance_check_interval_s, "STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS"))
+        self.imbalance_percent = given_or(imbalance_percent, "STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE")
+        self.epoch: int | None = None  # controller epoch while holding the lease
+        self.lease_expires_at: datetime | None = None
+        self.took_over_at: datetime | None = None
+        self.next_rebalance_at: datetime | None = None
+        self._elected_at_version = -1
+
+    @property
+    def is_active(self) -> bool:
+        return self.epoch is not None
+
+    #
+    # The lease
+    #
+
+    def maybe_hold_lease(self) -> bool:
+        """Take over an expired lease or renew ours when a third of it passed; True while we hold it."""
+        now = self.clock()
+        if self.is_active and self.lease_expires_at - now > self.lease * 2 / 3:
+            return True
+        with transaction.atomic():
+            state = metadata.locked_state()
+            if self.is_active and state.active_controller_id == self.identity and state.controller_epoch == self.epoch:
+                ControllerState.objects.filter(pk=state.pk, active_controller_id=self.identity,
+                                               controller_epoch=self.epoch).update(lease_expires_at=now + self.lease)
+                self.lease_expires_at = now + self.lease
+                return True
+            if self.is_active:
+                log.warning("controller %s lost the lease (epoch %s) to %s (epoch %s)", self.identity, self.epoch,
+                            state.active_controller_id, state.controller_epoch)
+                self.epoch = None
+            expired = Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now) | Q(active_controller_id="")
+            unchanged = ControllerState.objects.filter(expired, pk=state.pk, controller_epoch=state.controller_epoch)
+            taken = unchanged.update(
+                active_controller_id=self.identity, controller_epoch=state.controller_epoch + 1,
+                lease_expires_at=now + self.lease)
+            if not taken:
+                return False
+        self.epoch = state.controller_epoch + 1
+        self.took_over_at = now
+        self.lease_expires_at = now + self.lease
+        self.next_rebalance_at = now + self.imbalance_check_interval
+        self._elected_at_version = -1
+        log.warning("controller %s is active with epoch %s", self.identity, self.epoch)
+        return True
+
+    def resign(self) -> None:
+        """Give the lease up (clean shutdown) so a successor need not wait for it to expire."""
+        if not self.is_active:
+            return
+        with transaction.atomic():
+            state = metadata.locked_state()
+            ControllerState.objects.filter(pk=state.pk, active_controller_id=self.identity,
+                                           controller_epoch=self.epoch).update(lease_expires_at=None)
+        self.epoch = None
+
+    def _guard(self) -> ControllerState:
+        """Lock the controller state and check we still hold the lease; inside `transaction.atomic()`."""
+        state = metadata.locked_state()
+        if not self.is_active or state.active_controller_id != self.identity or state.controller_epoch != self.epoch:
+            self.epoch = None  # somebody else took over: take part again only through maybe_hold_lease()
+            raise NotControllerError(f"controller {self.identity} lost the lease to {state.active_controller_id} "
+                                     f"(epoch {state.controller_epoch})")
+        if state.lease_expires_at is None or state.lease_expires_at <= self.clock():
+            raise NotControllerError(f"the lease of controller {self.identity} expired; it must renew it first")
+        return state
+
+    #
+    # Actions
+    #
+
+    def fence_expired_brokers(self) -> list[int]:
+        """Fence running (or shutting-down) brokers whose session expired; returns their ids."""
+        now = self.clock()
+        if self.took_over_at is not None and now - self.took_over_at < self.session_timeout:
+            return []  # brokers get a full session after a takeover: we may have missed their heartbeats' clock
+        cutoff = now - self.session_timeout
+        expired = Q(last_heartbeat__lt=cutoff) | Q(last_heartbeat__isnull=True)
+        alive_states = (BrokerState.RUNNING, BrokerState.SHUTTING_DOWN)
+        if not Broker.objects.filter(expired, state__in=alive_states).exists():
+            return []
+        fenced = []
+        with transaction.atomic():
+            state = self._guard()
+            for broker in Broker.objects.filter(expired, state__in=alive_states):
+                # Conditional on what we read: a heartbeat or re-registration that just committed wins.
+                if Broker.objects.filter(expired, pk=broker.pk, state=broker.state,
+                                         registration_epoch=broker.registration_epoch).update(state=BrokerState.FENCED):
+                    election.on_broker_gone(broker.broker_id, election.live_broker_ids())
+                    fenced.append(broker.broker_id)
+            if fenced:
+                metadata.bump(state)
+        for broker_id in fenced:
+            log.warning("fenced broker %s: no heartbeat for %s", broker_id, self.session_timeout)
+        return fenced
+
+    def elect_offline_partitions(self) -> bool:
+        """Elect leaders for leaderless partitions, once per metadata version (nothing else can help them)."""
+        version = metadata.current_version()
+        if version == self._elected_at_version:
+            return False
+        if not Partition.objects.filter(leader=NO_LEADER).exists():
+            self._elected_at_version = version
+            return False
+        with transaction.atomic():
+            state = self._guard()
+            changed = election.elect_offline_partitions(election.live_broker_ids())
+            if changed:
+                metadata.bump(state)
+            self._elected_at_version = state.metadata_version
+        return changed
+
+    def maybe_rebalance_leaders(self) -> list[tuple[str, int]]:
+        """Kafka's auto leader rebalance, every check interval; returns the partitions moved."""
+        now = self.clock()
+        if not self.auto_rebalance or self.next_rebalance_at is None or now < self.next_rebalance_at:
+            return []
+        self.next_rebalance_at = now + self.imbalance_check_interval
+        return self.rebalance_leaders()
+
+    def rebalance_leaders(self) -> list[tuple[str, int]]:
+        moved = []
+        with transaction.atomic():
+            state = self._guard()
+            live = election.live_broker_ids()
+            partitions = list(Partition.objects.select_related("topic"))
+            for partition in election.imbalanced_partitions(partitions, live, self.imbalance_percent):
+                change = election.choose_preferred(partition.replicas, partition.isr, partition.leader, live)
+                if isinstance(change, election.PartitionState) and election.apply_change(partition, change):
+                    moved.append((partition.topic.name, partition.partition))
+            if moved:
+                metadata.bump(state)
+        if moved:
+            log.warning("moved %d partition(s) back to their preferred leaders", len(moved))
+        return moved
+
+    def tick(self) -> None:
+        if not self.maybe_hold_lease():
+            return
+        try:
+            self.fence_expired_brokers()
+            self.elect_offline_partitions()
+            self.maybe_rebalance_leaders()
+        except NotControllerError:
+            log.warning("controller %s stopped acting: lease lost", self.identity)
+
+    def run(self, stop: threading.Event, tick_ms: int | None = None) -> None:
+        """Tick until `stop` is set; database errors are logged and retried on the next tick."""
+        interval = (tick_ms or settings.STROM_CONTROLLER_TICK_MS) / 1000
+        try:
+            while not stop.is_set():
+                try:
+                    self.tick()
+                except DatabaseError:
+                    log.exception("controller tick failed; retrying")
+                    connection.close()
+                stop.wait(interval)
+        finally:
+            try:
+                self.resign()
+            except DatabaseError:
+                log.exception("could not resign the lease")

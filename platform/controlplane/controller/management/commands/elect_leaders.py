@@ -1,0 +1,36 @@
+"""`manage.py elect_leaders [--election-type preferred|unclean] [--topic T [--partition P]]`: Kafka's
+kafka-leader-election.sh against the metadata store (default: preferred election for every partition)."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from controlplane.controller import election
+from controlplane.core.errors import KafkaApiError
+from controlplane.topics.models import Partition
+
+
+class Command(BaseCommand):
+    help = "Elect preferred (or, with --election-type unclean, any live) leaders."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--election-type", choices=(election.PREFERRED, election.UNCLEAN),
+                            default=election.PREFERRED)
+        parser.add_argument("--topic")
+        parser.add_argument("--partition", type=int)
+
+    def handle(self, *args, election_type: str, topic: str | None, partition: int | None, **options):
+        if partition is not None and topic is None:
+            raise CommandError("--partition needs --topic")
+        targets = None
+        if topic is not None:
+            numbers = [partition] if partition is not None else \
+                list(Partition.objects.filter(topic__name=topic).values_list("partition", flat=True))
+            targets = [(topic, n) for n in numbers] or [(topic, 0)]
+        try:
+            results = election.elect_leaders(election_type, targets)
+        except KafkaApiError as e:
+            raise CommandError(f"{e.error}: {e.message}") from None
+        for r in results:
+            outcome = "elected" if r.error is None else r.error
+            self.stdout.write(f"{r.topic}-{r.partition}: {outcome}")
+        if not results:
+            self.stdout.write("No partition needed an election.")

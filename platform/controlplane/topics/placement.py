@@ -4,9 +4,10 @@ Pure functions, no I/O. Brokers are arranged in a rack-alternated list (rack-a's
 first, …, rack-a's second, …). Partition p's first replica (its preferred leader) is the broker at
 `(p + start_index) % n` of that list, so preferred leaders go round-robin and are balanced within one.
 Followers are taken at a shift from the first replica that grows by one every n partitions, so replica
-sets vary; with racks, a follower is skipped while its rack (or itself) already holds a replica of the
-partition and some rack (broker) does not. Hence, as in Kafka: RF distinct brokers per partition, and
-the replicas of a partition span min(RF, number of racks) racks. `start_index` and the initial shift are
+sets vary; with racks, a follower is skipped while its rack already holds a replica of the partition and some
+rack does not (Kafka's rule; continued beyond one replica per rack: while some rack with a free broker
+holds fewer). Hence RF distinct brokers per partition, spanning min(RF, number of racks) racks, and with
+racks of equal size at most ceil(RF / racks) replicas per rack. `start_index` and the initial shift are
 random (seeded by the caller's `random.Random`) so that many small topics do not all lead on one broker.
 """
 
@@ -55,7 +56,10 @@ def assign_replicas(brokers: Mapping[int, str | None], partitions: int, replicat
     racks = {b: (r or "") if rack_aware else str(b) for b, r in brokers.items()}
     arranged = rack_alternated(racks) if rack_aware else sorted(brokers)
     n = len(arranged)
-    num_racks = len(set(racks.values()))
+    rack_sizes: dict[str, int] = {}
+    for rack in racks.values():
+        rack_sizes[rack] = rack_sizes.get(rack, 0) + 1
+    num_racks = len(rack_sizes)
     start_index = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)
     shift = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)
     result = []
@@ -65,13 +69,20 @@ def assign_replicas(brokers: Mapping[int, str | None], partitions: int, replicat
         first = (p + start_index) % n
         leader = arranged[first]
         replicas = [leader]
-        racks_used, k = {racks[leader]}, 0
+        per_rack = dict.fromkeys(rack_sizes, 0)
+        per_rack[racks[leader]] = 1
+        k = 0
         while len(replicas) < replication_factor:
             broker = arranged[_replica_index(first, shift * (num_racks if rack_aware else 1), k, n)]
             k += 1
-            rack = racks[broker]
-            if (rack not in racks_used or len(racks_used) == num_racks) and broker not in replicas:
+            if broker in replicas:
+                continue
+            # Kafka skips a broker whose rack already holds a replica while some rack holds none; generalised
+            # here to "while some rack with a free broker holds fewer", so racks also fill evenly beyond RF =
+            # number of racks (Kafka's rule and this one agree up to there).
+            open_racks = [r for r, size in rack_sizes.items() if per_rack[r] < size]
+            if per_rack[racks[broker]] == min(per_rack[r] for r in open_racks):
                 replicas.append(broker)
-                racks_used.add(rack)
+                per_rack[racks[broker]] += 1
         result.append(replicas)
     return result

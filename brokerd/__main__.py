@@ -1,6 +1,9 @@
 """`python -m brokerd [server.properties] --standalone --listeners PLAINTEXT://127.0.0.1:9092 --log-dirs DIR
-[--override key=value ...]`. Kafka broker keys come from the properties file, then `--override`, then
-the dedicated flags. Misuse exits with status 2 and one line on stderr. SIGTERM/SIGINT stop gracefully.
+[--override key=value ...]`, or in a cluster `python -m brokerd --broker-id N --controlplane
+http://127.0.0.1:8000 --listeners ... --log-dirs ...` (Kafka keys `node.id`/`broker.id`,
+`strom.controlplane.url`; the cluster secret from $STROM_CLUSTER_SECRET or `strom.cluster.secret`).
+Kafka broker keys come from the properties file, then `--override`, then the dedicated flags. Misuse
+exits with status 2 and one line on stderr. SIGTERM/SIGINT stop gracefully.
 """
 
 import argparse
@@ -23,6 +26,9 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("properties", nargs="?", type=Path, help="Kafka server.properties file")
     parser.add_argument("--standalone", action="store_true",
                         help="single broker keeping its metadata in a local file")
+    parser.add_argument("--broker-id", type=int, help="this broker's id (Kafka key: node.id / broker.id)")
+    parser.add_argument("--controlplane", metavar="URL",
+                        help="cluster mode: the control plane (Kafka-style key: strom.controlplane.url)")
     parser.add_argument("--listeners", help="e.g. PLAINTEXT://127.0.0.1:9092 (Kafka key: listeners)")
     parser.add_argument("--log-dirs", help="comma-separated data directories (Kafka key: log.dirs)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
@@ -44,8 +50,14 @@ def main(argv: list[str] | None = None) -> int:
             properties["listeners"] = args.listeners
         if args.log_dirs:
             properties["log.dirs"] = args.log_dirs
-        if not args.standalone:
-            raise ConfigError("only --standalone mode exists so far (cluster mode comes with the control plane)")
+        if args.broker_id is not None:
+            properties["node.id"] = str(args.broker_id)
+        if args.controlplane:
+            properties["strom.controlplane.url"] = args.controlplane
+        if args.standalone and properties.get("strom.controlplane.url"):
+            raise ConfigError("--standalone and a control plane URL exclude each other")
+        if not args.standalone and not properties.get("strom.controlplane.url"):
+            raise ConfigError("choose --standalone or --controlplane URL (strom.controlplane.url)")
         config = build_config(properties)
     except ConfigError as exc:
         print(f"brokerd: {exc}", file=sys.stderr)

@@ -6,6 +6,7 @@ Sources, later wins: a properties file, then `--override key=value`, then the de
 `load_properties`, which reads the file it is given. Durations are milliseconds, sizes bytes.
 """
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,11 @@ class BrokerConfig:
     default_replication_factor: int = 1
     message_max_bytes: int = 1_048_588
     shutdown_timeout_ms: int = 30_000
+    controlplane_url: str | None = None
+    """Cluster mode (`strom.controlplane.url`); None runs standalone."""
+    cluster_secret: str | None = field(default=None, repr=False)
+    """`strom.cluster.secret` or $STROM_CLUSTER_SECRET: the bearer token of the internal API."""
+    rack: str | None = None
     properties: Mapping[str, str] = field(default_factory=dict)
     """Every key as given, for consumers of other keys (topic defaults, later issues)."""
 
@@ -110,8 +116,22 @@ def _bool(properties: Mapping[str, str], key: str, default: bool) -> bool:
     return raw.strip().lower() == "true"
 
 
-def build_config(properties: Mapping[str, str]) -> BrokerConfig:
+def build_config(properties: Mapping[str, str], environ: Mapping[str, str] | None = None) -> BrokerConfig:
     """Validate `properties` (Kafka key names) into a BrokerConfig. Raises ConfigError."""
+    environ = os.environ if environ is None else environ
+    url = properties.get("strom.controlplane.url") or None
+    secret = properties.get("strom.cluster.secret") or environ.get("STROM_CLUSTER_SECRET") or None
+    if url is not None:
+        if not re.match(r"^http://[^/\s]+(/.*)?$", url):
+            raise ConfigError(f"strom.controlplane.url: '{url}' is not http://host:port")
+        if not secret:
+            raise ConfigError("cluster mode needs the cluster secret: set STROM_CLUSTER_SECRET or "
+                              "--override strom.cluster.secret=...")
+        if "node.id" not in properties and "broker.id" not in properties:
+            raise ConfigError("cluster mode needs --broker-id (Kafka key node.id or broker.id)")
+    for key in ("replica.lag.time.max.ms", "replica.fetch.wait.max.ms", "replica.fetch.max.bytes",
+                "replica.fetch.backoff.ms", "replica.fetch.response.max.bytes", "replica.socket.timeout.ms"):
+        _int(properties, key, 0, 1)
     listeners = parse_listeners(properties.get("listeners", "PLAINTEXT://127.0.0.1:9092"), "listeners")
     advertised = (parse_listeners(properties["advertised.listeners"], "advertised.listeners")
                   if "advertised.listeners" in properties else listeners)
@@ -135,5 +155,8 @@ def build_config(properties: Mapping[str, str]) -> BrokerConfig:
         num_partitions=_int(properties, "num.partitions", 1, 1),
         default_replication_factor=_int(properties, "default.replication.factor", 1, 1),
         message_max_bytes=_int(properties, "message.max.bytes", 1_048_588, 0),
+        controlplane_url=url,
+        cluster_secret=secret if url is not None else None,
+        rack=properties.get("broker.rack") or None,
         properties=dict(properties),
     )

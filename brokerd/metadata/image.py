@@ -13,6 +13,8 @@ class BrokerEndpoint:
     host: str
     port: int
     rack: str | None = None
+    fenced: bool = False
+    """Cluster mode: the controller fenced it (heartbeats stopped); clients are not sent there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +24,8 @@ class PartitionAssignment:
     leader_epoch: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    partition_epoch: int = 0
+    """Bumped by the control plane on every change of leader, ISR or replicas (KIP-841 fencing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +43,22 @@ class ClusterImage:
     controller_id: int
     brokers: tuple[BrokerEndpoint, ...]
     topics: Mapping[str, TopicMetadata]
+    metadata_version: int = 0
+    """The control plane's version of this image (standalone: 0)."""
 
     def broker(self, node_id: int) -> BrokerEndpoint | None:
         return next((b for b in self.brokers if b.node_id == node_id), None)
+
+    @property
+    def live_brokers(self) -> tuple[BrokerEndpoint, ...]:
+        """The brokers clients are told about (Kafka lists only unfenced brokers)."""
+        return tuple(b for b in self.brokers if not b.fenced)
+
+    def partition(self, topic: str, index: int) -> PartitionAssignment | None:
+        metadata = self.topics.get(topic)
+        if metadata is None or not 0 <= index < len(metadata.partitions):
+            return None
+        return metadata.partitions[index]
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,32 @@ class StandaloneMetadataStore:
         self._write()
         self._image = self._build_image()
 
+    async def start(self) -> None:
+        if self._image is None:
+            self.open()
+
+    async def stop(self) -> None:
+        pass
+
+    async def refresh(self) -> None:
+        pass
+
+    async def alter_partition(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
+                              isr: tuple[int, ...]) -> PartitionAssignment:
+        """The only replica is always in sync: a standalone ISR never changes."""
+        current = self.image.partition(topic, partition)
+        if current is None:
+            raise UnknownTopicError(f"{topic}-{partition} does not exist")
+        return current
+
+    async def elect_leaders(self, election_type: str, partitions: list[tuple[str, int]] | None
+                            ) -> list[tuple[str, int, str | None]]:
+        """Every partition already has its only possible leader."""
+        if partitions is None:
+            partitions = [(t.name, p.partition) for t in self.image.topics.values() for p in t.partitions]
+        return [(t, p, "ELECTION_NOT_NEEDED" if self.image.partition(t, p) is not None
+                 else "UNKNOWN_TOPIC_OR_PARTITION") for t, p in partitions]
+
     @property
     def image(self) -> ClusterImage:
         assert self._image is not None, "open() first"

@@ -8,13 +8,18 @@ durable and the new image is visible, then notify listeners on the event loop.
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from brokerd.metadata.image import ClusterImage, NewTopic, TopicMetadata
+from brokerd.metadata.image import ClusterImage, NewTopic, PartitionAssignment, TopicMetadata
 
 ImageListener = Callable[[ClusterImage, ClusterImage], None]
 """Called as listener(old, new) after every change."""
 
 
 class MetadataStore(Protocol):
+    async def start(self) -> None:
+        """Load (standalone) or register and load the first image (cluster); `image` is valid after."""
+
+    async def stop(self) -> None: ...
+
     @property
     def image(self) -> ClusterImage: ...
 
@@ -36,3 +41,15 @@ class MetadataStore(Protocol):
 
     async def allocate_producer_id(self) -> int:
         """A producer id never handed out before in this cluster (survives restarts)."""
+
+    async def alter_partition(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
+                              isr: tuple[int, ...]) -> PartitionAssignment:
+        """Propose a new ISR as the partition's leader at these epochs (Kafka's AlterPartition); the
+        committed state. Raises a MetadataError whose `kafka_error` says why it was refused."""
+
+    async def elect_leaders(self, election_type: str, partitions: list[tuple[str, int]] | None
+                            ) -> list[tuple[str, int, str | None]]:
+        """Kafka's ElectLeaders ("preferred" or "unclean"): (topic, partition, error name or None)."""
+
+    async def refresh(self) -> None:
+        """Re-read the metadata now (after a refused conditional update)."""

@@ -9,15 +9,16 @@ being appended twice. Rules (`ProducerAppendInfo.checkSequence`):
 * within an epoch, a batch equal to a retained one is a duplicate; otherwise its base sequence must be
   last_sequence + 1 (mod 2**31), else OUT_OF_ORDER_SEQUENCE_NUMBER.
 
-State lives in memory only: after a broker restart a producer continuing mid-sequence gets
-OUT_OF_ORDER_SEQUENCE_NUMBER, which current clients answer by bumping their epoch. Event loop only.
+State lives in memory. Followers keep it too, from the headers of the batches they replicate
+(`record_replicated`), so a new leader recognises a producer's retries; after a restart or a truncation
+the partition rebuilds it from the batch headers at the tail of the log. Event loop only.
 """
 
 from collections import deque
 from dataclasses import dataclass, field
 
 from brokerd.errors import BrokerError
-from brokerd.records.batch import BatchHeader
+from brokerd.records.batch import NO_PRODUCER_ID, NO_TIMESTAMP, BatchHeader
 
 RETAINED_BATCHES = 5
 """Kafka's `max.in.flight.requests.per.connection` ceiling for idempotence."""
@@ -94,3 +95,19 @@ class ProducerStateTable:
         if entry is None or batch.producer_epoch != entry.producer_epoch:
             entry = self._entries[batch.producer_id] = ProducerEntry(batch.producer_epoch)
         entry.batches.append(offsets)
+
+    def record_replicated(self, batch: BatchHeader) -> None:
+        """A batch appended as follower or found in the log (offsets already assigned): remember it
+        without sequence checks, as Kafka's replication-origin `ProducerAppendInfo` does."""
+        if batch.producer_id == NO_PRODUCER_ID:
+            return
+        entry = self._entries.get(batch.producer_id)
+        if entry is None or batch.producer_epoch > entry.producer_epoch:
+            entry = self._entries[batch.producer_id] = ProducerEntry(batch.producer_epoch)
+        elif batch.producer_epoch < entry.producer_epoch:
+            return
+        entry.batches.append(BatchOffsets(batch.base_sequence, last_sequence(batch), batch.base_offset,
+                                          batch.base_offset + batch.last_offset_delta, NO_TIMESTAMP))
+
+    def clear(self) -> None:
+        self._entries.clear()

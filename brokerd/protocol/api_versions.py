@@ -57,6 +57,7 @@ SUPPORTED_APIS: dict[int, ApiVersionRange] = {
         ApiVersionRange(_K.LIST_GROUPS, 1, 0, 1),
         ApiVersionRange(_K.DELETE_GROUPS, 1, 0, 1),
         ApiVersionRange(_K.DELETE_RECORDS, 1, 0, 1),
+        ApiVersionRange(_K.OFFSET_FOR_LEADER_EPOCH, 3, 0, 3),
         ApiVersionRange(_K.ELECT_LEADERS, 1, 0, 1),
         ApiVersionRange(_K.DESCRIBE_CLUSTER, 1, 1, 1),
         ApiVersionRange(_K.ALTER_PARTITION_REASSIGNMENTS, 0, 0, 0),

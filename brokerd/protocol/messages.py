@@ -138,3 +138,35 @@ def message_codec(api_key: int, version: int) -> MessageCodec | None:
 def frame_response(correlation_id: int, body_size: int) -> bytes:
     """Size prefix and v0 response header for a hand-encoded body of `body_size` bytes."""
     return _SIZE_AND_CORRELATION.pack(body_size + 4, correlation_id)
+
+
+_REQUEST_HEADER = struct.Struct(">hhih")
+
+
+def encode_request(api_key: int, version: int, correlation_id: int, client_id: str, request: object) -> bytes:
+    """Size prefix + request header v1 + body, for the broker's own client side (replica fetcher).
+    Non-flexible versions only (header v1)."""
+    codec = message_codec(api_key, version)
+    assert codec is not None and not codec.flexible, f"no non-flexible codec for {api_key} v{version}"
+    name = client_id.encode()
+    buffer = io.BytesIO()
+    buffer.write(b"\0\0\0\0")
+    buffer.write(_REQUEST_HEADER.pack(api_key, version, correlation_id, len(name)))
+    buffer.write(name)
+    entity_writer(codec.request_type)(buffer, request)
+    data = buffer.getbuffer()
+    _SIZE.pack_into(data, 0, len(data) - 4)
+    del data
+    return buffer.getvalue()
+
+
+def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, object]:
+    """(correlation_id, response entity) from a response frame without its size prefix (header v0)."""
+    codec = message_codec(api_key, version)
+    assert codec is not None and not codec.flexible
+    (correlation_id,) = _SIZE.unpack_from(frame, 0)
+    try:
+        response, _size = entity_reader(codec.response_type)(frame, 4)
+    except (SerialError, ValueError, TypeError, OverflowError) as exc:
+        raise MalformedRequestError(f"cannot decode {codec.response_type.__name__}: {exc}") from exc
+    return correlation_id, response

@@ -1,9 +1,11 @@
 """Composition root: storage, metadata, partitions, dispatcher and listener, started and stopped in order.
 
 Start: load the logs; bind the listening sockets (so port 0 resolves before anything advertises it);
-open the metadata store and apply its topic configs to the logs; start log maintenance; build the
-services; start serving. Stop: the listener drains in-flight
-requests, then the logs close.
+open the metadata store (standalone: a local file; cluster: register with the control plane and load
+its image) and apply its topic configs to the logs; start log maintenance; start the replica manager
+(leaders and followers per the image, fetchers, ISR checks); start serving. Stop, in reverse: tell the
+control plane we are shutting down, stop serving (in-flight requests drain), stop replication, stop
+the metadata store's loops, close the logs.
 """
 
 import asyncio
@@ -12,10 +14,13 @@ import socket
 
 from brokerd.clock import SystemClock
 from brokerd.config import BrokerConfig, Listener
+from brokerd.metadata.cluster import ClusterMetadataStore, ClusterSettings
 from brokerd.metadata.image import BrokerEndpoint
 from brokerd.metadata.standalone import FILE_NAME, StandaloneMetadataStore
+from brokerd.metadata.store import MetadataStore
 from brokerd.metadata.validation import TopicDefaults
-from brokerd.partition.manager import PartitionManager
+from brokerd.replication.config import replication_config
+from brokerd.replication.replica_manager import ReplicaManager
 from brokerd.server.context import BrokerServices
 from brokerd.server.dispatcher import Dispatcher
 from brokerd.server.handlers import HANDLERS
@@ -40,26 +45,47 @@ class Broker:
                                        clock=SystemClock())
         self._listener = KafkaListener(config.socket_request_max_bytes, config.connections_max_idle_ms)
         self.endpoint: BrokerEndpoint | None = None
+        self.metadata: MetadataStore | None = None
+        self.replicas: ReplicaManager | None = None
+
+    def _metadata_store(self, endpoint: BrokerEndpoint) -> MetadataStore:
+        config = self.config
+        if config.controlplane_url is None:
+            return StandaloneMetadataStore(config.log_dirs[0] / FILE_NAME, endpoint,
+                                           TopicDefaults(config.num_partitions, config.default_replication_factor))
+        listener = config.advertised_listeners[0]
+        return ClusterMetadataStore(ClusterSettings(
+            url=config.controlplane_url, secret=config.cluster_secret or "", broker_id=config.node_id,
+            listeners=f"{listener.name}://{endpoint.host}:{endpoint.port}", rack=config.rack,
+            log_dirs=tuple(str(d) for d in config.log_dirs),
+            metadata_wait_ms=int(config.properties.get("strom.metadata.wait.ms", "10000"))))
 
     async def start(self) -> None:
         self._log_manager.startup()
         await self._listener.bind(self.config.listeners)
         self.endpoint = advertised_endpoint(self.config, self._listener.bound_ports)
-        metadata = StandaloneMetadataStore(
-            self.config.log_dirs[0] / FILE_NAME, self.endpoint,
-            TopicDefaults(self.config.num_partitions, self.config.default_replication_factor))
-        metadata.open()
+        metadata = self.metadata = self._metadata_store(self.endpoint)
+        await metadata.start()
         for topic in metadata.image.topics.values():  # logs loaded at startup get their topic's overrides
             self._log_manager.update_topic_config(topic.name, dict(topic.configs))
         self._log_manager.start()
-        partitions = PartitionManager(self._log_manager, metadata, self.config.node_id)
-        services = BrokerServices(self.config, metadata, partitions, self.endpoint)
+        self.replicas = ReplicaManager(self._log_manager, metadata, self.config.node_id,
+                                       replication_config(self.config.properties), SystemClock(),
+                                       self.config.properties)
+        self.replicas.start()
+        services = BrokerServices(self.config, metadata, self.replicas, self.endpoint)
         await self._listener.serve(Dispatcher(services, HANDLERS))
         log.info("broker %d serving at %s:%d (cluster %s)", self.config.node_id, self.endpoint.host,
                  self.endpoint.port, metadata.image.cluster_id)
 
     async def stop(self) -> None:
+        if isinstance(self.metadata, ClusterMetadataStore):
+            await self.metadata.request_shutdown()
         await self._listener.stop(self.config.shutdown_timeout_ms / 1000)
+        if self.replicas is not None:
+            await self.replicas.stop()
+        if self.metadata is not None:
+            await self.metadata.stop()
         self._log_manager.shutdown()
 
 

@@ -5,15 +5,16 @@ from dataclasses import dataclass
 from brokerd.config import BrokerConfig
 from brokerd.metadata.image import BrokerEndpoint
 from brokerd.metadata.store import MetadataStore
-from brokerd.partition.manager import PartitionManager
 from brokerd.protocol.messages import RequestHeader
+from brokerd.replication.replica_manager import ReplicaManager
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerServices:
     config: BrokerConfig
     metadata: MetadataStore
-    partitions: PartitionManager
+    partitions: ReplicaManager
+    """Every replica on this broker; `get` returns the ones it leads."""
     endpoint: BrokerEndpoint
     """This broker as clients should reach it (first advertised listener)."""
 

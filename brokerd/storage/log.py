@@ -333,6 +333,21 @@ class Log:
 
     read_bytes = staticmethod(read_bytes)
 
+    def tail_batch_headers(self, max_scan_bytes: int) -> list[rb.BatchHeader]:
+        """The headers of the batches in the newest segments, oldest first: whole segments back from
+        the active one until `max_scan_bytes` is covered (at least the active segment). Used to rebuild
+        idempotent-producer state after a restart or a truncation; headers only, records untouched."""
+        with self.lock, self.log_dir.io_guard():
+            chosen: list[LogSegment] = []
+            covered = 0
+            for segment in reversed(self._segments):
+                chosen.append(segment)
+                covered += segment.size
+                if covered >= max_scan_bytes:
+                    break
+            return [header for segment in reversed(chosen) for _, header, _ in segment.batches()
+                    if header.next_offset > self.log_start_offset]
+
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """Kafka ListOffsets by timestamp: (offset, timestamp) of the first record at or after the log
         start offset whose timestamp is >= `timestamp_ms`; None if there is none. The special
@@ -384,6 +399,19 @@ class Log:
             self.log_start_offset = min(self.log_start_offset, leo)
             self.recovery_point = min(self.recovery_point, leo)
             self.leader_epoch_cache.truncate_from_end(leo)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Follower whose whole log is below the leader's log start offset: drop every segment and
+        restart empty at `offset` (Kafka `truncateFullyAndStartAt`)."""
+        with self.lock, self.log_dir.io_guard():
+            if offset < 0:
+                raise OffsetOutOfRangeError(f"cannot restart a log at negative offset {offset}")
+            self._schedule_deletion(self._segments)
+            self._segments = [self._new_segment(offset)]
+            self._base_offsets = [offset]
+            self.log_start_offset = offset
+            self.recovery_point = offset
+            self.leader_epoch_cache.truncate_from_end(-1)
 
     def delete_old_segments(self, now_ms: int) -> int:
         """Retention: delete the oldest inactive segments past `retention.ms` or beyond

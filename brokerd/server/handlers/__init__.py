@@ -17,12 +17,14 @@ from brokerd.server.handlers import (
     delete_topics,
     describe_cluster,
     describe_configs,
+    elect_leaders,
     fetch,
     incremental_alter_configs,
     init_producer_id,
     list_offsets,
     metadata,
     not_yet_served,
+    offset_for_leader_epoch,
     produce,
 )
 
@@ -56,7 +58,8 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DESCRIBE_GROUPS: not_yet_served.describe_groups,
     ApiKey.DELETE_GROUPS: not_yet_served.delete_groups,
     ApiKey.LIST_GROUPS: not_yet_served.list_groups,
-    ApiKey.ELECT_LEADERS: not_yet_served.elect_leaders,
+    ApiKey.ELECT_LEADERS: elect_leaders.handle,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: not_yet_served.alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: not_yet_served.list_partition_reassignments,
 }

@@ -25,5 +25,5 @@ async def handle(request: DescribeClusterRequest, context: RequestContext) -> De
         throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, endpoint_type=i8(BROKER_ENDPOINTS),
         cluster_id=image.cluster_id, controller_id=BrokerId(image.controller_id),
         brokers=tuple(DescribeClusterBroker(broker_id=BrokerId(b.node_id), host=b.host, port=i32(b.port),
-                                            rack=b.rack) for b in image.brokers),
+                                            rack=b.rack) for b in image.live_brokers),
     )

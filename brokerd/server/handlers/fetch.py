@@ -6,6 +6,12 @@ one of the fetched partitions or `max_wait`, then read again. `max_bytes` bounds
 one whole batch (KIP-74). No fetch sessions (KIP-227): the response's session_id is always 0, which
 every client accepts as "sessionless". Read uncommitted = read committed: there are no transactions.
 
+Consumers read up to the high watermark. A replica Fetch (`replica_id` >= 0, from a follower's
+`ReplicaFetcher`) reads up to the log end offset, and its fetch offsets are the follower's log end
+offsets: the replica manager records them first (which may move the high watermark and complete
+acks=all produces, or expand the ISR). Both check `current_leader_epoch` (FENCED_LEADER_EPOCH /
+UNKNOWN_LEADER_EPOCH) and need this broker to lead the partition (NOT_LEADER_OR_FOLLOWER).
+
 The response is encoded by hand (non-flexible v11 layout below) so records never pass through Python
 buffers::
 
@@ -43,10 +49,12 @@ class _PartitionRead:
     region: FileChunk | None = None
 
 
-def _read_all(request: FetchRequest, context: RequestContext) -> tuple[list[tuple[str, list[_PartitionRead]]],
-                                                                        int, bool]:
+def _read_all(request: FetchRequest, context: RequestContext, first_pass: bool
+              ) -> tuple[list[tuple[str, list[_PartitionRead]]], int, bool]:
     """One pass over every requested partition: (results, bytes found, any error)."""
     partitions = context.services.partitions
+    replica_id = request.replica_id
+    from_follower = replica_id >= 0
     budget = request.max_bytes
     total = 0
     errored = False
@@ -56,11 +64,14 @@ def _read_all(request: FetchRequest, context: RequestContext) -> tuple[list[tupl
         for requested in topic.partitions:
             try:
                 partition = partitions.get(topic.topic, requested.partition)
+                partition.check_leader_epoch(requested.current_leader_epoch)
+                if from_follower and first_pass:
+                    partitions.record_follower_fetch(partition, replica_id, requested.fetch_offset)
                 high_watermark = partition.high_watermark
                 limit = min(requested.partition_max_bytes, budget)
                 region = None
                 if limit > 0 or total == 0:
-                    region = partition.read(requested.fetch_offset, max(limit, 1))
+                    region = partition.read(requested.fetch_offset, max(limit, 1), up_to_log_end=from_follower)
                 read = _PartitionRead(requested.partition, ErrorCode.none, high_watermark,
                                       partition.log_start_offset, region)
             except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this partition
@@ -101,8 +112,10 @@ async def handle(request: FetchRequest, context: RequestContext) -> RawResponse:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait.total_seconds()
     keys = [(t.topic, p.partition) for t in request.topics for p in t.partitions]
+    first_pass = True
     while True:
-        results, total, errored = _read_all(request, context)
+        results, total, errored = _read_all(request, context, first_pass)
+        first_pass = False
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or remaining <= 0 or not keys:
             return _encode(results)

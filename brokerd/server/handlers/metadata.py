@@ -68,7 +68,7 @@ async def handle(request: MetadataRequest, context: RequestContext) -> MetadataR
     return MetadataResponse(
         throttle_time=_NO_THROTTLE,
         brokers=tuple(MetadataResponseBroker(node_id=BrokerId(b.node_id), host=b.host, port=i32(b.port),
-                                             rack=b.rack) for b in image.brokers),
+                                             rack=b.rack) for b in image.live_brokers),
         cluster_id=image.cluster_id,
         controller_id=BrokerId(image.controller_id),
         topics=topics,

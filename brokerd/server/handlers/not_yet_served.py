@@ -2,8 +2,7 @@
 the versions to enable features) and answered with a well-formed error, never a dropped connection.
 
 Group APIs answer COORDINATOR_NOT_AVAILABLE, so consumers that assign partitions themselves keep
-working; ListGroups truthfully lists no groups. ElectLeaders answers ELECTION_NOT_NEEDED (each
-partition already has its only possible leader); ListPartitionReassignments lists none in progress.
+working; ListGroups truthfully lists no groups; ListPartitionReassignments lists none in progress.
 """
 
 import datetime
@@ -18,8 +17,6 @@ from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
 from kio.schema.delete_groups.v1.response import DeletableGroupResult, DeleteGroupsResponse
 from kio.schema.describe_groups.v3.request import DescribeGroupsRequest
 from kio.schema.describe_groups.v3.response import DescribedGroup, DescribeGroupsResponse
-from kio.schema.elect_leaders.v1.request import ElectLeadersRequest
-from kio.schema.elect_leaders.v1.response import ElectLeadersResponse, PartitionResult, ReplicaElectionResult
 from kio.schema.errors import ErrorCode
 from kio.schema.list_groups.v1.request import ListGroupsRequest
 from kio.schema.list_groups.v1.response import ListGroupsResponse
@@ -73,27 +70,6 @@ async def delete_groups(request: DeleteGroupsRequest, context: RequestContext) -
 
 async def list_groups(request: ListGroupsRequest, context: RequestContext) -> ListGroupsResponse:
     return ListGroupsResponse(throttle_time=_NO_THROTTLE, error_code=ErrorCode.none, groups=())
-
-
-async def elect_leaders(request: ElectLeadersRequest, context: RequestContext) -> ElectLeadersResponse:
-    image = context.services.metadata.image
-    if request.topic_partitions is None:
-        wanted = [(name, [p.partition for p in t.partitions]) for name, t in image.topics.items()]
-    else:
-        wanted = [(t.topic, list(t.partitions)) for t in request.topic_partitions]
-    results = []
-    for name, indexes in wanted:
-        topic = image.topics.get(name)
-        partition_results = []
-        for index in indexes:
-            if topic is None or not 0 <= index < len(topic.partitions):
-                error, message = ErrorCode.unknown_topic_or_partition, "No such partition"
-            else:
-                error, message = ErrorCode.election_not_needed, "Leader is already the preferred replica"
-            partition_results.append(PartitionResult(partition_id=index, error_code=error, error_message=message))
-        results.append(ReplicaElectionResult(topic=name, partition_result=tuple(partition_results)))
-    return ElectLeadersResponse(throttle_time=_NO_THROTTLE, error_code=ErrorCode.none,
-                                replica_election_results=tuple(results))
 
 
 async def alter_partition_reassignments(request: AlterPartitionReassignmentsRequest, context: RequestContext

@@ -1,8 +1,11 @@
 """Produce v7: one magic-2 batch per partition, appended as leader; acks 0 sends no response.
 
 Per batch, never per record: the partition layer reads the 61-byte header and storage checks the CRC;
-record bodies (compressed or not) are stored as received. acks=-1 equals acks=1 while the ISR is only
-the leader (standalone).
+record bodies (compressed or not) are stored as received. acks=-1 (all) first checks the ISR against
+`min.insync.replicas` (NOT_ENOUGH_REPLICAS, nothing appended), appends, then waits in the replica
+manager's purgatory until the high watermark passes the batch (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the
+ISR shrank below the minimum meanwhile, REQUEST_TIMED_OUT after the request's `timeout`,
+NOT_LEADER_OR_FOLLOWER if leadership moved). With a one-replica ISR that is immediate.
 """
 
 import datetime
@@ -16,6 +19,8 @@ from kio.schema.produce.v7.response import (
 )
 from kio.static.primitive import i32, i64
 
+from brokerd.protocol.errors import error_code
+from brokerd.replication.replica_manager import PendingAck
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
 from brokerd.server.response import NO_RESPONSE
@@ -37,7 +42,8 @@ async def handle(request: ProduceRequest, context: RequestContext) -> ProduceRes
         refusal = ErrorCode.invalid_required_acks
     else:
         refusal = None
-    responses = []
+    responses: list[tuple[str, list[PartitionProduceResponse]]] = []
+    pending: list[tuple[list[PartitionProduceResponse], int, PendingAck]] = []
     for topic in request.topic_data:
         results = []
         for data in topic.partition_data:
@@ -48,17 +54,28 @@ async def handle(request: ProduceRequest, context: RequestContext) -> ProduceRes
                 results.append(_error(data.index, ErrorCode.corrupt_message))
                 continue
             try:
-                result = partitions.get(topic.name, data.index).append(data.records)
+                partition = partitions.get(topic.name, data.index)
+                min_isr = partitions.min_insync_replicas(topic.name)
+                result = partition.append(data.records, request.acks, min_isr)
             except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this partition
                 results.append(_error(data.index, to_error_code(exc)))
                 continue
+            if request.acks == -1:
+                pending.append((results, len(results), PendingAck(partition, result, min_isr)))
             results.append(PartitionProduceResponse(
                 index=i32(data.index), error_code=ErrorCode.none, base_offset=i64(result.base_offset),
                 log_append_time=(None if result.log_append_time_ms < 0 else
                                  datetime.datetime.fromtimestamp(result.log_append_time_ms / 1000, _UTC)),
                 log_start_offset=i64(result.log_start_offset),
             ))
-        responses.append(TopicProduceResponse(name=topic.name, partition_responses=tuple(results)))
+        responses.append((topic.name, results))
     if request.acks == 0:
         return NO_RESPONSE
-    return ProduceResponse(responses=tuple(responses), throttle_time=_NO_THROTTLE)
+    if pending:
+        outcomes = await partitions.wait_for_acks([p for _, _, p in pending],
+                                                  int(request.timeout.total_seconds() * 1000))
+        for (results, position, _), outcome in zip(pending, outcomes, strict=True):
+            if outcome is not None:
+                results[position] = _error(results[position].index, error_code(outcome))
+    return ProduceResponse(responses=tuple(TopicProduceResponse(name=name, partition_responses=tuple(results))
+                                           for name, results in responses), throttle_time=_NO_THROTTLE)

@@ -11,8 +11,8 @@ from brokerd.clock import ManualClock
 from brokerd.metadata.image import BrokerEndpoint, NewTopic
 from brokerd.metadata.standalone import StandaloneMetadataStore
 from brokerd.metadata.validation import TopicDefaults
-from brokerd.partition.manager import PartitionManager
 from brokerd.partition.producer_state import InvalidProducerEpochError, OutOfOrderSequenceError
+from brokerd.replication.replica_manager import ReplicaManager
 from brokerd.storage import LogManager
 
 HEADER_AFTER_CRC = struct.Struct(">hiqqqhii")
@@ -37,7 +37,9 @@ def test_duplicates_gaps_and_fencing(tmp_path):
                                         TopicDefaults())
         store.open()
         await store.create_topic(NewTopic("t", 1, 1, {}))
-        part = PartitionManager(log_manager, store, node_id=1).get("t", 0)
+        replicas = ReplicaManager(log_manager, store, node_id=1, clock=ManualClock())
+        replicas.start()
+        part = replicas.get("t", 0)
         try:
             assert part.append(batch(5, 0, 0)).base_offset == 0
             assert part.append(batch(5, 0, 2)).base_offset == 2
@@ -53,6 +55,7 @@ def test_duplicates_gaps_and_fencing(tmp_path):
             assert part.append(batch(-1, -1, -1)).base_offset == 6  # not idempotent: always appended
             assert part.log_end_offset == 8
         finally:
+            await replicas.stop()
             log_manager.shutdown()
 
     asyncio.run(scenario())

@@ -1,0 +1,360 @@
+"""Cluster metadata: the control plane's internal HTTP API (ARCHITECTURE.md, "Broker ↔ control plane
+internal API (v1)") behind the same `MetadataStore` interface as the standalone file.
+
+Lifecycle: `start()` registers (retrying until the control plane answers), loads the first image, then
+runs two tasks:
+
+* heartbeats every `heartbeat_interval_ms`; when told `fenced` or `STALE_BROKER_EPOCH`, registers again
+  (a new registration epoch);
+* a metadata long poll, `GET /metadata?min_version=<ours + 1>&wait_ms=...`, so a change reaches the
+  broker within milliseconds of its commit.
+
+If the control plane is unreachable, both loops retry with a short backoff and the broker keeps serving
+with the last image it has; only admin calls (which need the control plane) fail, with
+REQUEST_TIMED_OUT. Mutations return after the change is committed *and* visible in `image` (the store
+re-reads the image once the control plane answered). Event loop only; not thread-safe.
+"""
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from brokerd.metadata.errors import MetadataError
+from brokerd.metadata.http import HttpError, JsonHttpClient
+from brokerd.metadata.image import (
+    BrokerEndpoint,
+    ClusterImage,
+    NewTopic,
+    PartitionAssignment,
+    TopicMetadata,
+)
+from brokerd.metadata.store import ImageListener
+from kafkaspec.listeners import InvalidListenerError, parse_listeners
+
+log = logging.getLogger(__name__)
+
+API_PREFIX = "/internal/v1"
+SECRET_ENV = "STROM_CLUSTER_SECRET"
+NO_LEADER = -1
+
+
+class ControlPlaneError(MetadataError):
+    """The control plane refused a request; `kafka_error` is the Kafka error name it gave."""
+
+    def __init__(self, kafka_error: str | None, message: str) -> None:
+        super().__init__(message)
+        self.kafka_error = kafka_error or "UNKNOWN_SERVER_ERROR"
+
+
+class ControlPlaneUnavailableError(MetadataError):
+    """The control plane did not answer; the client should retry."""
+
+    kafka_error = "REQUEST_TIMED_OUT"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSettings:
+    """What a cluster-mode broker needs to talk to the control plane."""
+
+    url: str
+    secret: str
+    broker_id: int
+    listeners: str
+    """Kafka listener string advertised to the cluster, e.g. PLAINTEXT://127.0.0.1:9092."""
+    rack: str | None = None
+    log_dirs: tuple[str, ...] = ()
+    metadata_wait_ms: int = 10_000
+    """Long-poll window; the control plane caps it at 30 000."""
+    request_timeout_ms: int = 10_000
+    retry_backoff_ms: int = 100
+    max_retry_backoff_ms: int = 1_000
+
+
+def _endpoint(entry: Mapping) -> BrokerEndpoint:
+    listeners = entry.get("listeners") or ""
+    host, port = "", 0
+    try:
+        if isinstance(listeners, str):
+            first = parse_listeners(listeners)[0]
+            host, port = first.host, first.port
+        elif listeners and isinstance(listeners[0], str):
+            first = parse_listeners(listeners[0])[0]
+            host, port = first.host, first.port
+        elif listeners:
+            host, port = listeners[0]["host"], int(listeners[0]["port"])
+    except (InvalidListenerError, KeyError, ValueError, TypeError):
+        log.warning("broker %s has unusable listeners %r", entry.get("broker_id"), listeners)
+    return BrokerEndpoint(node_id=int(entry["broker_id"]), host=host, port=port, rack=entry.get("rack") or None,
+                          fenced=entry.get("state") == "fenced")
+
+
+def parse_partition(entry: Mapping) -> PartitionAssignment:
+    leader = entry.get("leader")
+    return PartitionAssignment(
+        partition=int(entry["partition"]),
+        leader_id=NO_LEADER if leader is None else int(leader),
+        leader_epoch=int(entry.get("leader_epoch", 0)),
+        replicas=tuple(int(r) for r in entry.get("replicas", ())),
+        isr=tuple(int(r) for r in entry.get("isr", ())),
+        partition_epoch=int(entry.get("partition_epoch", 0)),
+    )
+
+
+def parse_topic(entry: Mapping) -> TopicMetadata:
+    partitions = sorted((parse_partition(p) for p in entry.get("partitions", ())), key=lambda p: p.partition)
+    return TopicMetadata(name=entry["name"], topic_id=str(entry.get("topic_id", "")), partitions=tuple(partitions),
+                         configs={k: str(v) for k, v in (entry.get("configs") or {}).items() if v is not None})
+
+
+def parse_image(body: Mapping) -> ClusterImage:
+    """The control plane's metadata image as a ClusterImage. `controller_id` names a live broker (clients
+    send admin requests there, and any broker forwards them); the lowest live id if the control plane's
+    choice is not one."""
+    brokers = tuple(sorted((_endpoint(b) for b in body.get("brokers", ())), key=lambda b: b.node_id))
+    topics = {t.name: t for t in (parse_topic(t) for t in body.get("topics", ()))}
+    live = [b.node_id for b in brokers if not b.fenced]
+    controller = body.get("controller_id")
+    if controller not in live:
+        controller = min(live) if live else -1
+    return ClusterImage(cluster_id=str(body.get("cluster_id", "")), controller_id=int(controller),
+                        brokers=brokers, topics=topics, metadata_version=int(body.get("metadata_version", 0)))
+
+
+class ClusterMetadataStore:
+    """MetadataStore over the control plane's internal API; see the module docstring."""
+
+    def __init__(self, settings: ClusterSettings, client: JsonHttpClient | None = None) -> None:
+        self.settings = settings
+        self._client = client or JsonHttpClient(settings.url, {"Authorization": f"Bearer {settings.secret}"})
+        self._listeners: list[ImageListener] = []
+        self._image: ClusterImage | None = None
+        self.registration_epoch = -1
+        self.heartbeat_interval_ms = 1_000
+        self.session_timeout_ms = 10_000
+        self.state = "starting"
+        self._shutting_down = False
+        self._tasks: list[asyncio.Task] = []
+        self._wake_poller = asyncio.Event()
+        self._producer_ids: list[int] = []
+        """[next, end) of the current producer-id block."""
+        self._reregistering: asyncio.Task | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self._retry(self._register, "register")
+        await self._retry(self._refresh, "load metadata")
+        self._tasks = [asyncio.create_task(self._heartbeat_loop(), name="cp-heartbeat"),
+                       asyncio.create_task(self._metadata_loop(), name="cp-metadata")]
+
+    async def stop(self) -> None:
+        self._shutting_down = True
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        with contextlib.suppress(HttpError, MetadataError):
+            await self._heartbeat()
+
+    async def request_shutdown(self) -> None:
+        """Controlled shutdown: tell the controller (through the next heartbeat) to move leadership away."""
+        self._shutting_down = True
+        with contextlib.suppress(HttpError, MetadataError):
+            await self._heartbeat()
+
+    async def _retry(self, step, what: str) -> None:
+        backoff = self.settings.retry_backoff_ms
+        failures = 0
+        while True:
+            try:
+                await step()
+                return
+            except (HttpError, ControlPlaneUnavailableError, ControlPlaneError) as exc:
+                failures += 1
+                if failures == 1 or failures % 20 == 0:
+                    log.warning("control plane: cannot %s yet (%s); retrying", what, exc)
+                await asyncio.sleep(backoff / 1000)
+                backoff = min(backoff * 2, self.settings.max_retry_backoff_ms)
+
+    # --- HTTP ------------------------------------------------------------------------------------------
+
+    async def _call(self, method: str, path: str, body: object = None, timeout_ms: int | None = None) -> object:
+        timeout_s = (timeout_ms or self.settings.request_timeout_ms) / 1000
+        try:
+            response = await self._client.request(method, API_PREFIX + path, body, timeout_s)
+        except HttpError as exc:
+            raise ControlPlaneUnavailableError(f"control plane unreachable: {exc}") from exc
+        if response.status >= 400:
+            detail = response.body if isinstance(response.body, dict) else {}
+            if response.status >= 500 and not detail.get("error"):
+                raise ControlPlaneUnavailableError(f"control plane answered {response.status}")
+            raise ControlPlaneError(detail.get("error") or ("CLUSTER_AUTHORIZATION_FAILED"
+                                                            if response.status in (401, 403) else None),
+                                    str(detail.get("message") or f"control plane answered {response.status}"))
+        return response.body
+
+    async def _register(self) -> None:
+        s = self.settings
+        body = await self._call("POST", "/brokers/register", {
+            "broker_id": s.broker_id, "listeners": s.listeners, "rack": s.rack or "", "log_dirs": list(s.log_dirs)})
+        assert isinstance(body, dict)
+        self.registration_epoch = int(body["registration_epoch"])
+        self.heartbeat_interval_ms = int(body.get("heartbeat_interval_ms", self.heartbeat_interval_ms))
+        self.session_timeout_ms = int(body.get("session_timeout_ms", self.session_timeout_ms))
+        self.state = "running"
+        self._producer_ids = []  # a block belongs to a registration epoch
+        log.info("registered broker %d with the control plane (registration epoch %d)", s.broker_id,
+                 self.registration_epoch)
+
+    async def _heartbeat(self) -> None:
+        try:
+            body = await self._call("POST", f"/brokers/{self.settings.broker_id}/heartbeat", {
+                "registration_epoch": self.registration_epoch, "shutting_down": self._shutting_down},
+                timeout_ms=max(self.heartbeat_interval_ms * 2, 1000))
+        except ControlPlaneError as exc:
+            if exc.kafka_error in ("STALE_BROKER_EPOCH", "BROKER_ID_NOT_REGISTERED") and not self._shutting_down:
+                await self._register()
+                return
+            raise
+        assert isinstance(body, dict)
+        self.state = str(body.get("state", self.state))
+        if self.state == "fenced" and not self._shutting_down:
+            log.warning("broker %d was fenced by the controller; registering again", self.settings.broker_id)
+            await self._register()
+        version = body.get("metadata_version")
+        if version is not None and self._image is not None and int(version) > self._image.metadata_version:
+            self._wake_poller.set()
+
+    async def _heartbeat_loop(self) -> None:
+        failures = 0
+        while True:
+            started = time.monotonic()
+            try:
+                await self._heartbeat()
+                if failures:
+                    log.info("control plane reachable again")
+                failures = 0
+            except (ControlPlaneUnavailableError, ControlPlaneError) as exc:
+                failures += 1
+                if failures == 1 or failures % 50 == 0:
+                    log.warning("heartbeat failed (%s); serving with metadata version %d", exc,
+                                self.image.metadata_version)
+            elapsed = time.monotonic() - started
+            await asyncio.sleep(max(self.heartbeat_interval_ms / 1000 - elapsed, 0.01))
+
+    async def _refresh(self, min_version: int = 0, wait_ms: int = 0) -> None:
+        body = await self._call("GET", f"/metadata?min_version={min_version}&wait_ms={wait_ms}",
+                                timeout_ms=wait_ms + self.settings.request_timeout_ms)
+        assert isinstance(body, dict)
+        self._apply(parse_image(body))
+
+    async def _metadata_loop(self) -> None:
+        backoff = self.settings.retry_backoff_ms
+        while True:
+            try:
+                self._wake_poller.clear()
+                await self._refresh(self.image.metadata_version + 1, self.settings.metadata_wait_ms)
+                backoff = self.settings.retry_backoff_ms
+            except (ControlPlaneUnavailableError, ControlPlaneError) as exc:
+                log.debug("metadata poll failed: %s", exc)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake_poller.wait(), backoff / 1000)
+                backoff = min(backoff * 2, self.settings.max_retry_backoff_ms)
+
+    def _apply(self, image: ClusterImage) -> None:
+        old = self._image
+        if old is not None and image.metadata_version <= old.metadata_version:
+            return
+        self._image = image
+        if old is None:
+            return
+        for listener in self._listeners:
+            try:
+                listener(old, image)
+            except Exception:  # noqa: BLE001 - one listener must not starve the others
+                log.exception("metadata listener failed")
+
+    # --- MetadataStore ---------------------------------------------------------------------------------
+
+    @property
+    def image(self) -> ClusterImage:
+        assert self._image is not None, "start() first"
+        return self._image
+
+    def add_listener(self, listener: ImageListener) -> None:
+        self._listeners.append(listener)
+
+    async def refresh(self) -> None:
+        """Re-read the image now (after a refused conditional update)."""
+        await self._refresh()
+
+    async def create_topic(self, topic: NewTopic, validate_only: bool = False) -> TopicMetadata:
+        body = await self._call("POST", "/topics", {
+            "name": topic.name, "num_partitions": topic.num_partitions,
+            "replication_factor": topic.replication_factor,
+            "assignments": {str(k): list(v) for k, v in topic.assignments.items()} or None,
+            "configs": dict(topic.configs), "validate_only": validate_only})
+        if validate_only:
+            return parse_topic(body) if isinstance(body, dict) and "name" in body else TopicMetadata(
+                topic.name, "", ())
+        await self._refresh()
+        created = self.image.topics.get(topic.name)
+        return created if created is not None else parse_topic(body)  # type: ignore[arg-type]
+
+    async def delete_topic(self, name: str) -> None:
+        await self._call("DELETE", f"/topics/{quote(name, safe='')}")
+        await self._refresh()
+
+    async def create_partitions(self, name: str, total_count: int, validate_only: bool = False,
+                                assignments: list[list[int]] | None = None) -> None:
+        await self._call("POST", f"/topics/{quote(name, safe='')}/partitions",
+                         {"count": total_count, "assignments": assignments, "validate_only": validate_only})
+        if not validate_only:
+            await self._refresh()
+
+    async def set_topic_configs(self, name: str, overrides: Mapping[str, str], validate_only: bool = False) -> None:
+        await self._call("POST", f"/topics/{quote(name, safe='')}/configs",
+                         {"set": dict(overrides), "delete": [], "replace": True, "validate_only": validate_only})
+        if not validate_only:
+            await self._refresh()
+
+    async def allocate_producer_id(self) -> int:
+        if not self._producer_ids or self._producer_ids[0] >= self._producer_ids[1]:
+            body = await self._call("POST", "/producer-ids", {"broker_id": self.settings.broker_id,
+                                                              "registration_epoch": self.registration_epoch})
+            assert isinstance(body, dict)
+            first = int(body["first_producer_id"])
+            self._producer_ids = [first, first + int(body["count"])]
+        producer_id = self._producer_ids[0]
+        self._producer_ids[0] += 1
+        return producer_id
+
+    async def alter_partition(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
+                              isr: tuple[int, ...]) -> PartitionAssignment:
+        """Kafka's AlterPartition: propose a new ISR as the leader at these epochs. Returns the committed
+        state; raises ControlPlaneError (e.g. INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH) if refused."""
+        body = await self._call("POST", "/partitions/alter", {
+            "broker_id": self.settings.broker_id, "registration_epoch": self.registration_epoch,
+            "topic": topic, "partition": partition, "leader_epoch": leader_epoch,
+            "partition_epoch": partition_epoch, "isr": list(isr)})
+        assert isinstance(body, dict)
+        if "partition" not in body:
+            body = {**body, "partition": partition}
+        return parse_partition(body)
+
+    async def elect_leaders(self, election_type: str, partitions: list[tuple[str, int]] | None
+                            ) -> list[tuple[str, int, str | None]]:
+        """(topic, partition, Kafka error name or None) per partition."""
+        body = await self._call("POST", "/elect-leaders", {
+            "election_type": election_type,
+            "partitions": None if partitions is None else [{"topic": t, "partition": p} for t, p in partitions]})
+        assert isinstance(body, dict)
+        return [(r["topic"], int(r["partition"]), r.get("error") or None) for r in body.get("results", ())]
+
+
+def secret_from(properties: Mapping[str, str]) -> str | None:
+    return properties.get("strom.cluster.secret") or os.environ.get(SECRET_ENV) or None

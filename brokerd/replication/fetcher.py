@@ -1,0 +1,295 @@
+"""`ReplicaFetcher`: one per source broker; keeps every partition this broker follows from that leader
+up to date (Kafka's `ReplicaFetcherThread`, as an asyncio task over one connection).
+
+Per partition the fetcher is first **truncating**: it asks the leader OffsetForLeaderEpoch (v3) for
+its latest local epoch and truncates to where that epoch ends on the leader (KIP-101/279; repeated
+while the leader does not know our epoch), so the replicas never diverge. Then it is **fetching**:
+replica Fetch v11 (`replica_id` = this broker) at its log end offset, appending the returned batches
+verbatim (`Partition.append_as_follower`; the response is parsed by hand so records stay a slice of
+the received frame and are never decoded). The leader learns our LEO from the offset we fetch at.
+
+Errors: a fenced/unknown leader epoch or NOT_LEADER_OR_FOLLOWER parks the partition for
+`replica.fetch.backoff.ms` (the metadata will move it to the right fetcher); OFFSET_OUT_OF_RANGE
+re-truncates, or restarts the log at the leader's log start offset if ours ended before it. Connection
+failures reconnect with a backoff. Event loop only.
+"""
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.list_offsets.v2.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kio.schema.offset_for_leader_epoch.v3.request import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i8, i32, i64
+
+from brokerd.errors import BrokerError
+from brokerd.metadata.image import BrokerEndpoint
+from brokerd.partition.partition import Partition
+from brokerd.protocol.api_keys import ApiKey
+from brokerd.protocol.fetch_response import decode_fetch_response
+from brokerd.protocol.messages import MalformedRequestError, decode_response, encode_request
+from brokerd.replication.config import ReplicationConfig
+
+log = logging.getLogger(__name__)
+
+_SIZE = struct.Struct(">i")
+_CORRELATION = struct.Struct(">i")
+_RETRIABLE = {ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch, ErrorCode.unknown_leader_epoch,
+              ErrorCode.unknown_topic_or_partition, ErrorCode.kafka_storage_error, ErrorCode.leader_not_available}
+UNDEFINED = -1
+EARLIEST_TIMESTAMP = -2
+
+
+@dataclass(slots=True)
+class FetchState:
+    partition: Partition
+    leader_epoch: int
+    truncating: bool = True
+    delayed_until: float = 0.0
+
+
+class ReplicaFetcher:
+    def __init__(self, source: BrokerEndpoint, node_id: int, config: ReplicationConfig,
+                 on_fetched: Callable[[Partition], None] | None = None) -> None:
+        self.source = source
+        self.node_id = node_id
+        self.config = config
+        self._on_fetched = on_fetched
+        self._states: dict[tuple[str, int], FetchState] = {}
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._correlation_id = 0
+        self._client_id = f"strom-replica-fetcher-{node_id}"
+
+    def __repr__(self) -> str:
+        return f"ReplicaFetcher(broker {self.source.node_id} at {self.source.host}:{self.source.port})"
+
+    # --- membership ------------------------------------------------------------------------------------
+
+    def add(self, partition: Partition) -> None:
+        self._states[partition.key] = FetchState(partition, partition.leader_epoch)
+        self._changed.set()
+
+    def remove(self, key: tuple[str, int]) -> None:
+        if self._states.pop(key, None) is not None:
+            self._changed.set()
+
+    def __contains__(self, key: tuple[str, int]) -> bool:
+        return key in self._states
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=repr(self))
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        self._close()
+
+    # --- loop ------------------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        backoff = self.config.replica_fetch_backoff_ms / 1000
+        while True:
+            if not self._states:
+                self._changed.clear()
+                await self._changed.wait()
+                continue
+            try:
+                await self._connect()
+                if await self._truncate():
+                    continue
+                await self._fetch()
+                backoff = self.config.replica_fetch_backoff_ms / 1000
+            except (OSError, EOFError, asyncio.IncompleteReadError, MalformedRequestError, TimeoutError) as exc:
+                log.info("%s: %s; retrying in %.0f ms", self, exc or type(exc).__name__, backoff * 1000)
+                self._close()
+                await self._wait_changed(backoff)
+                backoff = min(backoff * 2, 1.0)
+
+    async def _wait_changed(self, timeout_s: float | None) -> None:
+        self._changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout_s)
+
+    async def _connect(self) -> None:
+        if self._writer is not None:
+            return
+        self._reader, self._writer = await asyncio.wait_for(
+            asyncio.open_connection(self.source.host, self.source.port), self.config.socket_timeout_ms / 1000)
+
+    def _close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._reader = self._writer = None
+
+    async def _round_trip(self, api_key: int, version: int, request: object, timeout_s: float) -> bytes:
+        assert self._reader is not None and self._writer is not None
+        self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+        correlation_id = self._correlation_id
+        self._writer.write(encode_request(api_key, version, correlation_id, self._client_id, request))
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._writer.drain()
+                (size,) = _SIZE.unpack(await self._reader.readexactly(4))
+                frame = await self._reader.readexactly(size)
+        except BaseException:
+            self._close()  # a half-read response would desynchronise the connection
+            raise
+        (answered,) = _CORRELATION.unpack_from(frame, 0)
+        if answered != correlation_id:
+            raise MalformedRequestError(f"correlation id {answered}, expected {correlation_id}")
+        return frame
+
+    def _delay(self, state: FetchState) -> None:
+        state.delayed_until = asyncio.get_running_loop().time() + self.config.replica_fetch_backoff_ms / 1000
+
+    # --- truncation ------------------------------------------------------------------------------------
+
+    async def _truncate(self) -> bool:
+        """One OffsetForLeaderEpoch round for the partitions still truncating. True if it sent one."""
+        now = asyncio.get_running_loop().time()
+        pending = {key: s for key, s in self._states.items() if s.truncating and s.delayed_until <= now}
+        if not pending:
+            return False
+        asked: dict[tuple[str, int], tuple[FetchState, int]] = {}
+        by_topic: dict[str, list[OffsetForLeaderPartition]] = {}
+        for key, state in pending.items():
+            epoch = state.partition.latest_epoch
+            if epoch == UNDEFINED:
+                state.truncating = False  # nothing of ours carries an epoch: fetch from our LEO
+                continue
+            asked[key] = (state, epoch)
+            by_topic.setdefault(key[0], []).append(OffsetForLeaderPartition(
+                partition=i32(key[1]), current_leader_epoch=i32(state.leader_epoch), leader_epoch=i32(epoch)))
+        if not asked:
+            return True
+        request = OffsetForLeaderEpochRequest(replica_id=BrokerId(self.node_id), topics=tuple(
+            OffsetForLeaderTopic(topic=TopicName(t), partitions=tuple(ps)) for t, ps in by_topic.items()))
+        frame = await self._round_trip(ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, request,
+                                       self.config.socket_timeout_ms / 1000)
+        _, response = decode_response(ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, frame)
+        for topic in response.topics:  # type: ignore[attr-defined]
+            for result in topic.partitions:
+                key = (topic.topic, int(result.partition))
+                sent = asked.get(key)
+                if sent is None or self._states.get(key) is not sent[0]:
+                    continue
+                state, epoch = sent
+                if result.error_code != ErrorCode.none:
+                    log.info("%s: OffsetForLeaderEpoch %s-%d: %s", self, *key, result.error_code.name)
+                    self._delay(state)
+                    continue
+                self._apply_epoch_end(state, epoch, int(result.leader_epoch), int(result.end_offset))
+        return True
+
+    def _apply_epoch_end(self, state: FetchState, asked_epoch: int, leader_epoch: int, end_offset: int) -> None:
+        partition = state.partition
+        if end_offset == UNDEFINED or leader_epoch == UNDEFINED:
+            target, done = partition.high_watermark, True  # Kafka falls back to the high watermark
+        elif leader_epoch == asked_epoch:
+            target, done = min(end_offset, partition.log_end_offset), True
+        else:
+            local_epoch, local_end = partition.end_offset_for_epoch(leader_epoch)
+            target = min(end_offset, local_end if local_end != UNDEFINED else partition.log_end_offset)
+            done = local_epoch == leader_epoch
+        if target < partition.log_end_offset:
+            log.info("%s-%d: truncating from %d to %d (leader %d epoch %d ends at %d)", partition.topic,
+                     partition.index, partition.log_end_offset, target, self.source.node_id, leader_epoch, end_offset)
+            partition.truncate_to(target)
+        state.truncating = not done
+
+    # --- fetch -----------------------------------------------------------------------------------------
+
+    async def _fetch(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        ready = {key: s for key, s in self._states.items() if not s.truncating and s.delayed_until <= now}
+        if not ready:
+            waits = [s.delayed_until - now for s in self._states.values() if s.delayed_until > now]
+            await self._wait_changed(min(waits) if waits else None)
+            return
+        sent: dict[tuple[str, int], tuple[FetchState, int]] = {}
+        by_topic: dict[str, list[FetchPartition]] = {}
+        for key, state in ready.items():
+            partition = state.partition
+            offset = partition.log_end_offset
+            sent[key] = (state, offset)
+            by_topic.setdefault(key[0], []).append(FetchPartition(
+                partition=i32(key[1]), current_leader_epoch=i32(state.leader_epoch), fetch_offset=i64(offset),
+                log_start_offset=i64(partition.log_start_offset),
+                partition_max_bytes=i32(self.config.replica_fetch_max_bytes)))
+        wait_ms = self.config.replica_fetch_wait_max_ms
+        request = FetchRequest(
+            replica_id=BrokerId(self.node_id), max_wait=datetime.timedelta(milliseconds=wait_ms), min_bytes=i32(1),
+            max_bytes=i32(self.config.replica_fetch_response_max_bytes), isolation_level=i8(0),
+            session_id=i32(0), session_epoch=i32(-1),
+            topics=tuple(FetchTopic(topic=TopicName(t), partitions=tuple(ps)) for t, ps in by_topic.items()),
+            forgotten_topics_data=(), rack_id="")
+        frame = await self._round_trip(ApiKey.FETCH, 11, request, (wait_ms + self.config.socket_timeout_ms) / 1000)
+        body = decode_fetch_response(memoryview(frame))
+        for fetched in body.partitions:
+            key = (fetched.topic, fetched.partition)
+            entry = sent.get(key)
+            if entry is None or self._states.get(key) is not entry[0]:
+                continue  # moved to another leader or epoch while the fetch was in flight
+            state, offset = entry
+            partition = state.partition
+            code = ErrorCode(fetched.error_code)
+            if code == ErrorCode.none:
+                if partition.is_leader or partition.log_end_offset != offset:
+                    continue
+                try:
+                    partition.append_as_follower(fetched.records, fetched.high_watermark, fetched.log_start_offset)
+                except BrokerError as exc:
+                    log.warning("%s-%d: cannot append fetched batches at %d (%s); re-truncating",
+                                partition.topic, partition.index, offset, exc)
+                    state.truncating = True
+                    self._delay(state)
+                    continue
+                if self._on_fetched is not None:
+                    self._on_fetched(partition)
+            elif code == ErrorCode.offset_out_of_range:
+                await self._handle_out_of_range(state)
+            else:
+                if code not in _RETRIABLE:
+                    log.warning("%s: fetch %s-%d: %s", self, *key, code.name)
+                self._delay(state)
+
+    async def _handle_out_of_range(self, state: FetchState) -> None:
+        """Our LEO is outside the leader's log: restart at its log start if we are below it, otherwise
+        re-run the epoch truncation (we are ahead of it)."""
+        partition = state.partition
+        request = ListOffsetsRequest(replica_id=BrokerId(self.node_id), isolation_level=i8(0), topics=(
+            ListOffsetsTopic(name=TopicName(partition.topic), partitions=(
+                ListOffsetsPartition(partition_index=i32(partition.index), timestamp=i64(EARLIEST_TIMESTAMP)),)),))
+        frame = await self._round_trip(ApiKey.LIST_OFFSETS, 2, request, self.config.socket_timeout_ms / 1000)
+        _, response = decode_response(ApiKey.LIST_OFFSETS, 2, frame)
+        result = response.topics[0].partitions[0]  # type: ignore[attr-defined]
+        if self._states.get(partition.key) is not state:
+            return
+        if result.error_code == ErrorCode.none and int(result.offset) > partition.log_end_offset:
+            log.info("%s-%d: leader log starts at %d, after our end %d; restarting there", partition.topic,
+                     partition.index, int(result.offset), partition.log_end_offset)
+            partition.truncate_fully_and_start_at(int(result.offset))
+        else:
+            state.truncating = True
+            self._delay(state)

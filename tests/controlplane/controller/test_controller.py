@@ -1,0 +1,286 @@
+"""The controller with an injected clock: lease exclusivity, fencing and elections, stale controllers, rebalance,
+and the on-demand election from the CLI and REST API."""
+
+from datetime import UTC, datetime, timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from controlplane.cluster import services
+from controlplane.cluster.models import Broker, BrokerState, ControllerState
+from controlplane.controller.controller import Controller, NotControllerError
+from controlplane.topics.models import Partition, Topic
+from controlplane.topics.services import alter_configs, create_topic
+
+SESSION_MS = 2000
+LEASE_MS = 3000
+
+
+class ManualClock:
+    def __init__(self):
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += timedelta(milliseconds=ms)
+
+
+@pytest.fixture
+def clock():
+    return ManualClock()
+
+
+def make_controller(clock, name="a", **kwargs):
+    return Controller(name, clock, lease_ms=LEASE_MS, session_timeout_ms=SESSION_MS, auto_rebalance=False, **kwargs)
+
+
+@pytest.fixture
+def brokers(db, clock):
+    """Brokers 1, 2, 3 registered at clock time; topic t: partitions [1,2,3], [2,3,1], [3,1,2]."""
+    epochs = {b: services.register_broker(b, f"PLAINTEXT://127.0.0.1:{9090 + b}", None, [], now=clock())
+              ["registration_epoch"] for b in (1, 2, 3)}
+    create_topic("t", assignments=[[1, 2, 3], [2, 3, 1], [3, 1, 2]])
+    return epochs
+
+
+def heartbeat_all(clock, epochs, but=()):
+    for broker_id, epoch in epochs.items():
+        if broker_id not in but:
+            services.heartbeat(broker_id, epoch, now=clock())
+
+
+def partitions():
+    return {p.partition: p for p in Partition.objects.all()}
+
+
+def version():
+    return ControllerState.current().metadata_version
+
+
+#
+# Lease
+#
+
+@pytest.mark.django_db
+def test_only_one_of_two_controllers_is_active_and_the_other_takes_over_after_expiry(clock):
+    a, b = make_controller(clock, "a"), make_controller(clock, "b")
+    assert a.maybe_hold_lease() and not b.maybe_hold_lease()
+    assert (a.epoch, b.epoch) == (1, None)
+    for _ in range(10):  # a renews before expiry: b never gets in
+        clock.advance(LEASE_MS // 2)
+        assert a.maybe_hold_lease() and not b.maybe_hold_lease()
+    clock.advance(LEASE_MS + 1)  # a stops renewing (paused, dead)
+    assert b.maybe_hold_lease() and b.epoch == 2
+    state = ControllerState.current()
+    assert (state.active_controller_id, state.controller_epoch) == ("b", 2)
+    assert not a.maybe_hold_lease() and not a.is_active  # a learns it lost the lease and stops acting
+
+
+@pytest.mark.django_db
+def test_resigning_hands_over_at_once(clock):
+    a, b = make_controller(clock, "a"), make_controller(clock, "b")
+    assert a.maybe_hold_lease()
+    a.resign()
+    assert b.maybe_hold_lease() and b.epoch == 2
+
+
+def test_stale_controller_changes_nothing(brokers, clock):
+    a, b = make_controller(clock, "a"), make_controller(clock, "b")
+    assert a.maybe_hold_lease()
+    clock.advance(LEASE_MS + 1)
+    assert b.maybe_hold_lease()
+    clock.advance(SESSION_MS + 1)  # every broker's session expired; b has not acted yet
+    before = (version(), list(Broker.objects.values_list("state", flat=True)),
+              list(Partition.objects.values_list("leader", "isr", "leader_epoch", "partition_epoch")))
+    for action in (a.fence_expired_brokers, a.rebalance_leaders):
+        with pytest.raises(NotControllerError):
+            action()
+    Partition.objects.filter(partition=0).update(leader=-1)
+    with pytest.raises(NotControllerError):
+        a.elect_offline_partitions()
+    Partition.objects.filter(partition=0).update(leader=1)
+    after = (version(), list(Broker.objects.values_list("state", flat=True)),
+             list(Partition.objects.values_list("leader", "isr", "leader_epoch", "partition_epoch")))
+    assert after == before and not a.is_active
+
+
+def test_controller_whose_lease_expired_does_not_act_until_it_renews(brokers, clock):
+    a = make_controller(clock)
+    assert a.maybe_hold_lease()
+    clock.advance(LEASE_MS + SESSION_MS)
+    with pytest.raises(NotControllerError):
+        a.fence_expired_brokers()
+    assert Broker.objects.filter(state=BrokerState.RUNNING).count() == 3
+    a.tick()  # renews (nobody took over), then acts
+    assert Broker.objects.filter(state=BrokerState.FENCED).count() == 3
+
+
+#
+# Fencing and election
+#
+
+def test_heartbeating_brokers_are_never_fenced(brokers, clock):
+    controller = make_controller(clock)
+    for _ in range(100):
+        clock.advance(250)
+        heartbeat_all(clock, brokers)
+        controller.tick()
+    assert Broker.objects.filter(state=BrokerState.RUNNING).count() == 3
+    assert {p.leader_epoch for p in Partition.objects.all()} == {0}
+
+
+def test_dead_leader_is_fenced_after_the_session_timeout_and_the_next_isr_member_leads(brokers, clock):
+    controller = make_controller(clock)
+    controller.tick()
+    clock.advance(SESSION_MS)  # the takeover grace (one session) passes with heartbeats
+    heartbeat_all(clock, brokers)
+    before = version()
+    for _ in range(SESSION_MS // 100):
+        clock.advance(100)
+        heartbeat_all(clock, brokers, but=(1,))
+        controller.tick()
+        assert Broker.objects.get(broker_id=1).state == BrokerState.RUNNING
+    clock.advance(100)
+    heartbeat_all(clock, brokers, but=(1,))
+    controller.tick()
+    assert Broker.objects.get(broker_id=1).state == BrokerState.FENCED
+    p = partitions()
+    assert (p[0].leader, p[0].isr, p[0].leader_epoch, p[0].partition_epoch) == (2, [2, 3], 1, 1)
+    assert (p[1].leader, p[1].isr, p[1].leader_epoch, p[1].partition_epoch) == (2, [2, 3], 0, 1)
+    assert (p[2].leader, p[2].isr, p[2].leader_epoch, p[2].partition_epoch) == (3, [3, 2], 0, 1)
+    assert version() == before + 1  # one transaction
+
+
+def test_last_isr_member_dying_leaves_the_partition_offline_until_it_returns(brokers, clock):
+    create_topic("solo", assignments=[[1, 2]])
+    Partition.objects.filter(topic__name="solo").update(isr=[1])
+    controller = make_controller(clock)
+    controller.tick()
+    clock.advance(SESSION_MS + 1)
+    heartbeat_all(clock, brokers, but=(1,))
+    controller.tick()
+    solo = Partition.objects.get(topic__name="solo")
+    assert (solo.leader, solo.isr, solo.leader_epoch) == (-1, [1], 1)
+    # broker 1 comes back: it registers again and leads the partitions whose ISR holds it
+    services.register_broker(1, "PLAINTEXT://127.0.0.1:9091", None, [], now=clock())
+    solo.refresh_from_db()
+    assert (solo.leader, solo.isr, solo.leader_epoch) == (1, [1], 2)
+    assert partitions()[0].leader == 2  # partitions that have a leader keep it
+
+
+def test_unclean_topic_elects_an_out_of_sync_replica(brokers, clock):
+    create_topic("lossy", assignments=[[1, 2]], configs={"unclean.leader.election.enable": "true"})
+    Partition.objects.filter(topic__name="lossy").update(isr=[1])
+    controller = make_controller(clock)
+    controller.tick()
+    clock.advance(SESSION_MS + 1)
+    heartbeat_all(clock, brokers, but=(1,))
+    controller.tick()
+    lossy = Partition.objects.get(topic__name="lossy")
+    assert (lossy.leader, lossy.isr) == (2, [2])
+
+
+def test_offline_partitions_are_elected_when_the_topic_allows_unclean_election_later(brokers, clock):
+    create_topic("later", assignments=[[1, 2]])
+    Partition.objects.filter(topic__name="later").update(isr=[1], leader=-1)
+    Broker.objects.filter(broker_id=1).update(state=BrokerState.FENCED)
+    controller = make_controller(clock)
+    controller.tick()
+    assert Partition.objects.get(topic__name="later").leader == -1
+    alter_configs("later", {"unclean.leader.election.enable": "true"})
+    controller.tick()
+    assert Partition.objects.get(topic__name="later").leader == 2
+
+
+def test_restart_within_the_session_moves_leadership_away_first(brokers, clock):
+    services.register_broker(1, "PLAINTEXT://127.0.0.1:9091", None, [], now=clock())
+    p = partitions()
+    assert (p[0].leader, p[0].isr) == (2, [2, 3])
+    assert all(1 not in q.isr for q in p.values())
+    assert Broker.objects.get(broker_id=1).registration_epoch == 2
+
+
+def test_zombie_broker_changes_nothing(brokers, clock):
+    services.register_broker(1, "PLAINTEXT://127.0.0.1:9091", None, [], now=clock())  # new incarnation, epoch 2
+    Partition.objects.filter(partition=0).update(leader=1, isr=[1, 2, 3], leader_epoch=5, partition_epoch=5)
+    before = list(Partition.objects.values_list("isr", "partition_epoch"))
+    for call in (lambda: services.heartbeat(1, 1, now=clock()),
+                 lambda: services.alter_partition(1, 1, "t", 0, 5, 5, [1]),
+                 lambda: services.allocate_producer_ids(1, 1)):
+        with pytest.raises(Exception) as error:
+            call()
+        assert error.value.error == "STALE_BROKER_EPOCH"
+    assert list(Partition.objects.values_list("isr", "partition_epoch")) == before
+    assert services.alter_partition(1, 2, "t", 0, 5, 5, [1])["isr"] == [1]
+
+
+def test_new_controller_gives_brokers_a_full_session(brokers, clock):
+    clock.advance(10 * SESSION_MS)  # no heartbeats were recorded for a long time (e.g. the web process was down)
+    controller = make_controller(clock)
+    controller.tick()
+    assert Broker.objects.filter(state=BrokerState.RUNNING).count() == 3
+    heartbeat_all(clock, brokers)
+    clock.advance(SESSION_MS + 1)
+    controller.tick()
+    assert Broker.objects.filter(state=BrokerState.FENCED).count() == 3
+
+
+#
+# Preferred leaders: automatic rebalance, CLI, REST
+#
+
+def test_auto_rebalance_moves_leaders_back_after_the_check_interval(brokers, clock):
+    Partition.objects.filter(partition=0).update(leader=2)
+    controller = Controller("a", clock, lease_ms=LEASE_MS, session_timeout_ms=SESSION_MS, auto_rebalance=True,
+                            imbalance_check_interval_s=300, imbalance_percent=10)
+    controller.tick()
+    assert partitions()[0].leader == 2
+    clock.advance(299_000)
+    heartbeat_all(clock, brokers)
+    controller.tick()
+    assert partitions()[0].leader == 2
+    clock.advance(1_000)
+    heartbeat_all(clock, brokers)
+    controller.tick()
+    assert (partitions()[0].leader, partitions()[0].leader_epoch) == (1, 1)
+
+
+def test_rebalance_respects_the_imbalance_threshold(brokers, clock):
+    create_topic("many", assignments=[[1, 2]] * 10)
+    Partition.objects.filter(topic__name="many", partition=0).update(leader=2)  # broker 1: 1 of 11 = 9% < 10%
+    controller = make_controller(clock, imbalance_percent=10)
+    controller.maybe_hold_lease()
+    assert controller.rebalance_leaders() == []
+    Partition.objects.filter(topic__name="many", partition=1).update(leader=2)  # 2 of 11 = 18%
+    assert sorted(controller.rebalance_leaders()) == [("many", 0), ("many", 1)]
+
+
+def test_elect_leaders_command(brokers):
+    Partition.objects.filter(partition__in=(0, 1)).update(leader=3)
+    out = StringIO()
+    call_command("elect_leaders", "--topic", "t", "--partition", "0", stdout=out)
+    assert out.getvalue().strip() == "t-0: elected"
+    call_command("elect_leaders", stdout=out)
+    assert "t-1: elected" in out.getvalue()
+    assert [p.leader for p in partitions().values()] == [1, 2, 3]
+    with pytest.raises(CommandError):
+        call_command("elect_leaders", "--partition", "1")
+
+
+def test_elect_leaders_rest_endpoint(api_client, brokers):
+    Partition.objects.filter(partition=2).update(leader=1)
+    response = api_client.post("/api/elect-leaders/", {"election_type": "preferred",
+                                                        "partitions": [{"topic": "t", "partition": 2}]}, format="json")
+    assert response.status_code == 200
+    assert response.json() == {"results": [{"topic": "t", "partition": 2, "error": None}]}
+    assert partitions()[2].leader == 3
+    assert api_client.post("/api/elect-leaders/", {"election_type": "x"}, format="json").status_code == 400
+
+
+def test_elect_leaders_rest_endpoint_needs_login(client, brokers):
+    assert client.post("/api/elect-leaders/", {}, content_type="application/json").status_code in (401, 403)
+    assert Topic.objects.count() == 1

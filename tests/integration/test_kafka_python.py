@@ -1,6 +1,6 @@
 """kafka-python 3.0.12 against a real standalone broker: its default (idempotent, acks=all) producer,
-exact round trips, offsets by timestamp, and its admin calls. Only gzip among the codecs: the others need
-python-snappy / lz4 / zstandard, which are not installed."""
+exact round trips (no compression and gzip here; snappy, lz4 and zstd, and a partition mixing every codec,
+in test_kafka_python_codecs.py), offsets by timestamp, and its admin calls."""
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition

@@ -296,7 +296,8 @@ class ClusterMetadataStore:
         body = await self._call("POST", "/topics", {
             "name": topic.name, "num_partitions": topic.num_partitions,
             "replication_factor": topic.replication_factor,
-            "assignments": {str(k): list(v) for k, v in topic.assignments.items()} or None,
+            "assignments": [{"partition": k, "replicas": list(v)} for k, v in sorted(topic.assignments.items())]
+            or None,
             "configs": dict(topic.configs), "validate_only": validate_only})
         if validate_only:
             return parse_topic(body) if isinstance(body, dict) and "name" in body else TopicMetadata(

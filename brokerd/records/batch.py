@@ -131,6 +131,19 @@ def iter_batches(buf: memoryview) -> Iterator[tuple[int, BatchHeader]]:
         position += size
 
 
+def whole_batches_length(buf: memoryview) -> int:
+    """The length of the longest prefix of `buf` made of whole batches (a fetch response may end with a
+    partial batch cut at max_bytes, KIP-74). Reads one header per batch."""
+    end = len(buf)
+    position = 0
+    while end - position >= HEADER_SIZE:
+        size = LOG_OVERHEAD + HEADER.unpack_from(buf, position)[1]
+        if size < HEADER_SIZE or position + size > end:
+            break
+        position += size
+    return position
+
+
 def validate_header(header: BatchHeader) -> None:
     """The per-batch rules every stored batch obeys (Kafka `DefaultRecordBatch.ensureValid` and the
     `LogValidator` header checks): magic 2, a known codec, and at least one record.

@@ -39,6 +39,7 @@ from brokerd.partition.partition import Partition
 from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.fetch_response import decode_fetch_response
 from brokerd.protocol.messages import MalformedRequestError, decode_response, encode_request
+from brokerd.records.batch import whole_batches_length
 from brokerd.replication.config import ReplicationConfig
 
 log = logging.getLogger(__name__)
@@ -257,8 +258,9 @@ class ReplicaFetcher:
             if code == ErrorCode.none:
                 if partition.is_leader or partition.log_end_offset != offset:
                     continue
+                records = fetched.records[: whole_batches_length(fetched.records)]
                 try:
-                    partition.append_as_follower(fetched.records, fetched.high_watermark, fetched.log_start_offset)
+                    partition.append_as_follower(records, fetched.high_watermark, fetched.log_start_offset)
                 except BrokerError as exc:
                     log.warning("%s-%d: cannot append fetched batches at %d (%s); re-truncating",
                                 partition.topic, partition.index, offset, exc)

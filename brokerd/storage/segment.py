@@ -216,14 +216,19 @@ class LogSegment:
 
     def should_roll(self, params: RollParams) -> bool:
         """Kafka `LogSegment.shouldRoll`: a non-empty segment rolls when the append would overflow
-        `segment.bytes`, when it is older than `segment.ms` (measured from its first batch's timestamp),
-        when its offset index is full, or when offsets would overflow the 4-byte relative offset."""
+        `segment.bytes`, when its time span exceeds `segment.ms`, when its offset index is full, or when
+        offsets would overflow the 4-byte relative offset. The span is measured in record time, from the first
+        batch's timestamp to the incoming batch's newest one (so old-timestamped data does not roll on every
+        append); only segments without a usable timestamp fall back to wall-clock age since creation."""
         if self.size == 0:
             return False
-        rolling_since = self.rolling_timestamp if self.rolling_timestamp is not None else self.created_ms
+        if self.rolling_timestamp is not None and self.rolling_timestamp >= 0:
+            waited_ms = params.max_timestamp_in_messages - self.rolling_timestamp
+        else:
+            waited_ms = params.now_ms - self.created_ms
         return (
             self.size > params.max_segment_bytes - params.messages_size
-            or params.now_ms - rolling_since > params.max_segment_ms
+            or waited_ms > params.max_segment_ms
             or len(self.offset_index) >= params.max_index_entries
             or params.last_offset_in_messages - self.base_offset > MAX_RELATIVE_OFFSET
         )

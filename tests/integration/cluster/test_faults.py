@@ -80,7 +80,7 @@ def test_leader_killed_repeatedly(cluster, topic_name):
         cluster.kill(leader)
         # Acknowledgements the dead leader sent just before the kill may be reported just after it: only
         # count one reported after the control plane shows the new leader.
-        wait_until(lambda: cluster.leader(topic_name) not in (leader, -1), 30, interval_s=0.01,
+        wait_until(lambda old=leader: cluster.leader(topic_name) not in (old, -1), 30, interval_s=0.01,
                    message="a new leader")
         new_leader_seen = time.monotonic()
         client_s = producer.wait_for_ack_after(new_leader_seen)
@@ -109,7 +109,8 @@ def test_follower_killed_repeatedly(cluster, topic_name):
         follower = next(r for r in state["isr"] if r != state["leader"])
         killed_at = time.monotonic()
         cluster.kill(follower)
-        wait_until(lambda: follower not in cluster.partition_state(topic_name, 0)["isr"], 30, interval_s=0.01,
+        wait_until(lambda gone=follower: gone not in cluster.partition_state(topic_name, 0)["isr"], 30,
+                   interval_s=0.01,
                    message="the follower to leave the ISR")
         out_of_isr = time.monotonic()
         stalls.append(out_of_isr - killed_at + producer.wait_for_ack_after(out_of_isr))

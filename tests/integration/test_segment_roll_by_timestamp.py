@@ -5,8 +5,6 @@ migration) must therefore fill one segment, not open a segment per batch."""
 
 import time
 
-import pytest
-
 from brokerd.protocol.api_keys import ApiKey
 from tests.support.broker import standalone_broker
 from tests.support.kafka_wire import (
@@ -23,11 +21,6 @@ BATCHES = 6
 DAY_MS = 24 * 3600 * 1000
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "brokerd/storage/segment.py LogSegment.should_roll measures segment age as now_ms - rolling_timestamp; "
-    "Kafka uses max_timestamp_in_messages - rolling_timestamp when the first batch timestamp is known, so "
-    "every batch with a timestamp older than segment.ms (7 days) opens a new segment (and retention then "
-    "deletes all but the active one within a maintenance tick)"))
 def test_batches_with_old_timestamps_share_one_segment(tmp_path):
     with standalone_broker(tmp_path) as broker, connect(broker) as sock:
         create_topic(sock, "history", configs={"retention.ms": "-1"})  # keep every segment for counting

@@ -522,11 +522,13 @@ class GroupCoordinator:
 
         self._arm(self._clock.monotonic_ms() + delay_ms, expire)
 
-    def _arm_initial_join(self, group: Group, delay_ms: int, remaining_ms: int) -> None:
+    def _arm_initial_join(self, group: Group, delay_ms: int, remaining_ms: int, start_ms: int | None = None) -> None:
         """Kafka's InitialDelayedJoin: wait `delay_ms`; while new members keep arriving, wait again, never
-        beyond the rebalance timeout in total. It never completes early."""
+        beyond the rebalance timeout in total. It never completes early. Each wait starts when the previous
+        one was due (`start_ms`), however late `expire_due` ran."""
         token = group.join_timer = next(self._sequence)
         group.initial_join = True
+        deadline = (self._clock.monotonic_ms() if start_ms is None else start_ms) + delay_ms
 
         def expire() -> None:
             if not self._is_current(group) or group.join_timer != token:
@@ -534,11 +536,11 @@ class GroupCoordinator:
             if group.new_member_added and remaining_ms != 0:
                 group.new_member_added = False
                 delay = min(self._config.group_initial_rebalance_delay_ms, remaining_ms)
-                self._arm_initial_join(group, delay, max(remaining_ms - delay_ms, 0))
+                self._arm_initial_join(group, delay, max(remaining_ms - delay_ms, 0), deadline)
             else:
                 self._complete_join_phase(group)
 
-        self._arm(self._clock.monotonic_ms() + delay_ms, expire)
+        self._arm(deadline, expire)
 
     def _maybe_complete_join(self, group: Group) -> None:
         """Complete the join phase early once every member has rejoined (not during the initial delay)."""

@@ -1,16 +1,17 @@
 """`make run`: start a local Strom on 127.0.0.1 and stop every process it started on Ctrl-C.
 
-Starts Redis (unless one already answers on STROM_REDIS_PORT), the web console with the dashboard
-(gunicorn), the Celery worker and beat, and the brokers. Each child runs in its own session so that
-stopping it (SIGTERM, then SIGKILL after a grace period) also stops its own children. Logs go to
+Starts Redis (unless one already answers on STROM_REDIS_PORT), the web console with the dashboard and the
+brokers' internal API (gunicorn), the controller, the Celery worker and beat, and a 3-broker cluster. Each
+child runs in its own session so that stopping it (SIGTERM, then SIGKILL after a grace period) also stops its
+own children. Logs go to
 $STROM_VAR_DIR/log/<name>.log. If any child dies, everything is stopped and the exit status is 1.
 
 Environment: STROM_VAR_DIR (var/), STROM_HTTP_PORT (8000), STROM_REDIS_PORT (6390),
-STROM_BROKER_PORT (9092, the first broker's port).
+STROM_BROKER_PORT (9092: brokers 1-3 listen on it and the next two ports), STROM_CLUSTER_SECRET (default:
+the one the control plane generated into $STROM_VAR_DIR/cluster_secret).
 """
 
 import contextlib
-import importlib.util
 import os
 import shutil
 import signal
@@ -27,6 +28,10 @@ VAR = Path(os.environ.get("STROM_VAR_DIR", ROOT / "var")).resolve()
 HTTP_PORT = int(os.environ.get("STROM_HTTP_PORT", "8000"))
 REDIS_PORT = int(os.environ.get("STROM_REDIS_PORT", "6390"))
 BROKER_PORT = int(os.environ.get("STROM_BROKER_PORT", "9092"))
+BROKERS = 3
+# Brokers hold a metadata long poll open and heartbeat every 250 ms: gthread workers with enough threads
+# keep heartbeats from queueing behind long polls.
+WEB_THREADS = 32
 STOP_GRACE_S = 15.0
 READY_TIMEOUT_S = 90.0
 
@@ -68,19 +73,34 @@ def children() -> list[Child]:
         (VAR / "redis").mkdir(parents=True, exist_ok=True)
         result.append(Child("redis", ["redis-server", "--bind", "127.0.0.1", "--port", str(REDIS_PORT),
                                       "--dir", str(VAR / "redis"), "--save", "", "--appendonly", "no"]))
+    manage = [sys.executable, "manage.py"]
     result += [
         Child("web", [str(BIN / "gunicorn"), "controlplane.wsgi:application", "--bind", f"127.0.0.1:{HTTP_PORT}",
-                      "--workers", "2", "--threads", "4", "--graceful-timeout", "10"]),
+                      "--worker-class", "gthread", "--workers", "2", "--threads", str(WEB_THREADS),
+                      "--graceful-timeout", "10"]),
+        Child("controller", [*manage, "run_controller"]),
         Child("worker", [str(BIN / "celery"), "-A", "controlplane", "worker", "-l", "info", "-c", "2",
                          "--without-gossip", "--without-mingle"]),
         Child("beat", [str(BIN / "celery"), "-A", "controlplane", "beat", "-l", "info", "--pidfile="]),
     ]
-    if importlib.util.find_spec("brokerd.__main__") is not None:
-        # Until the multi-broker cluster lands, a single standalone broker serves the local setup.
-        result.append(Child("broker-1", [sys.executable, "-m", "brokerd", "--standalone",
-                                         "--listeners", f"PLAINTEXT://127.0.0.1:{BROKER_PORT}",
-                                         "--log-dirs", str(VAR / "brokers" / "1")]))
+    for broker_id in range(1, BROKERS + 1):
+        result.append(Child(f"broker-{broker_id}", [
+            sys.executable, "-m", "brokerd", "--broker-id", str(broker_id),
+            "--controlplane", f"http://127.0.0.1:{HTTP_PORT}",
+            "--listeners", f"PLAINTEXT://127.0.0.1:{BROKER_PORT + broker_id - 1}",
+            "--log-dirs", str(VAR / "brokers" / str(broker_id))]))
     return result
+
+
+def cluster_secret() -> str:
+    """The internal API's secret: $STROM_CLUSTER_SECRET, else the one the control plane generated (migrate
+    creates it when it first loads the settings)."""
+    if secret := os.environ.get("STROM_CLUSTER_SECRET"):
+        return secret
+    path = VAR / "cluster_secret"
+    if not path.exists():
+        raise RuntimeError(f"{path} is missing: run `make run` (it migrates first) or set STROM_CLUSTER_SECRET")
+    return path.read_text().strip()
 
 
 def wait_for_console(running: list[Child]) -> None:
@@ -121,7 +141,7 @@ class Interrupted(Exception):
 
 def main() -> int:
     (VAR / "log").mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "STROM_VAR_DIR": str(VAR),
+    env = {**os.environ, "STROM_VAR_DIR": str(VAR), "STROM_CLUSTER_SECRET": cluster_secret(),
            "CELERY_BROKER_URL": os.environ.get("CELERY_BROKER_URL", f"redis://127.0.0.1:{REDIS_PORT}/0")}
 
     def interrupt(signum, frame):
@@ -141,8 +161,7 @@ def main() -> int:
               f"  dashboard  http://127.0.0.1:{HTTP_PORT}/dashboard/\n"
               f"  REST API   http://127.0.0.1:{HTTP_PORT}/api/   (docs: /api/docs/, schema: /api/schema/)\n"
               f"  admin      http://127.0.0.1:{HTTP_PORT}/admin/")
-        if any(c.name.startswith("broker") for c in running):
-            print(f"  brokers    127.0.0.1:{BROKER_PORT}")
+        print(f"  brokers    {','.join(f'127.0.0.1:{BROKER_PORT + i}' for i in range(BROKERS))}")
         print("Press Ctrl-C to stop everything.", flush=True)
         while True:
             for child in running:

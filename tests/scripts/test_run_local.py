@@ -1,4 +1,5 @@
-"""`make run`'s supervisor end to end: everything comes up, login works, Ctrl-C leaves no process behind."""
+"""`make run`'s supervisor end to end: the console, controller and a 3-broker cluster come up, login works, a
+Kafka client's new topic gets 3 replicas, and Ctrl-C leaves no process behind."""
 
 import os
 import signal
@@ -8,6 +9,9 @@ import sys
 from pathlib import Path
 
 import requests
+from confluent_kafka import Producer
+
+from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,7 +51,8 @@ def test_make_run_serves_console_and_stops_cleanly_on_ctrl_c(tmp_path):
         assert "Strom is up" in output, output
         children = {name: int(pid) for name, pid in
                     (line.split()[1::2] for line in lines if line.startswith("started "))}
-        assert {"redis", "web", "worker", "beat", "broker-1"} <= set(children), output
+        assert {"redis", "web", "controller", "worker", "beat", "broker-1", "broker-2", "broker-3"} <= \
+            set(children), output
 
         base = f"http://127.0.0.1:{http_port}"
         session = requests.Session()
@@ -61,8 +66,15 @@ def test_make_run_serves_console_and_stops_cleanly_on_ctrl_c(tmp_path):
         assert login.url == f"{base}/" and "Cluster overview" in login.text
         assert session.get(f"{base}/api/schema/").text.startswith("openapi: 3")
         assert "_dash-config" in session.get(f"{base}/dashboard/").text
-        with socket.create_connection(("127.0.0.1", broker_port), timeout=5):
-            pass
+        running = lambda: session.get(f"{base}/api/brokers/?state=running").json()["count"] == 3  # noqa: E731
+        wait_until(running, timeout_s=60, message="3 running brokers in the metadata store")
+
+        producer = Producer({"bootstrap.servers": f"127.0.0.1:{broker_port + 2}", "acks": "all"})
+        delivered = []
+        producer.produce("smoke", b"hello", on_delivery=lambda err, msg: delivered.append(err))
+        assert producer.flush(60) == 0 and delivered == [None]
+        topic = session.get(f"{base}/api/topics/smoke/").json()
+        assert topic["replication_factor"] == 3, topic
     finally:
         supervisor.send_signal(signal.SIGINT)
         rest, _ = supervisor.communicate(timeout=60)

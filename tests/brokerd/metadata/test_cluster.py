@@ -1,0 +1,156 @@
+"""ClusterMetadataStore against a small fake of the internal API (a stdlib HTTP server in a thread):
+registration with the bearer secret, the image translated, the long poll applying a change, re-registration
+when fenced, and control-plane errors surfacing as Kafka error names."""
+
+import asyncio
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from brokerd.metadata.cluster import ClusterMetadataStore, ClusterSettings, ControlPlaneError
+
+SECRET = "s3cret"
+
+
+def image(version: int, leader: int = 1, isr=(1, 2, 3), fenced=()) -> dict:
+    return {"cluster_id": "c1", "metadata_version": version, "controller_id": None,
+            "brokers": [{"broker_id": b, "listeners": f"PLAINTEXT://127.0.0.1:{9000 + b}", "rack": None,
+                         "state": "fenced" if b in fenced else "running", "registration_epoch": 1}
+                        for b in (1, 2, 3)],
+            "topics": [{"name": "t", "topic_id": "id-t", "configs": {"min.insync.replicas": "2"},
+                        "partitions": [{"partition": 0, "replicas": [1, 2, 3], "isr": list(isr), "leader": leader,
+                                        "leader_epoch": 4, "partition_epoch": 7}]}]}
+
+
+class FakePlane:
+    def __init__(self) -> None:
+        self.version = 1
+        self.image = image(1)
+        self.changed = threading.Condition()
+        self.registrations = 0
+        self.heartbeat_state = "running"
+        self.requests: list[tuple[str, str, dict | None]] = []
+        plane = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def _answer(self, status: int, body: object) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _body(self) -> dict | None:
+                length = int(self.headers.get("Content-Length") or 0)
+                return json.loads(self.rfile.read(length)) if length else None
+
+            def do_GET(self) -> None:  # noqa: N802
+                if self.headers.get("Authorization") != f"Bearer {SECRET}":
+                    return self._answer(401, {"error": "CLUSTER_AUTHORIZATION_FAILED", "message": "no"})
+                query = dict(p.split("=") for p in self.path.split("?")[1].split("&"))
+                with plane.changed:
+                    plane.changed.wait_for(lambda: plane.version >= int(query["min_version"]),
+                                           int(query["wait_ms"]) / 1000)
+                    self._answer(200, plane.image)
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = self._body()
+                plane.requests.append(("POST", self.path, body))
+                if self.path.endswith("/brokers/register"):
+                    plane.registrations += 1
+                    plane.heartbeat_state = "running"
+                    return self._answer(200, {"cluster_id": "c1", "registration_epoch": plane.registrations,
+                                              "heartbeat_interval_ms": 50, "session_timeout_ms": 1000,
+                                              "metadata_version": plane.version})
+                if "/heartbeat" in self.path:
+                    return self._answer(200, {"state": plane.heartbeat_state, "metadata_version": plane.version})
+                if self.path.endswith("/topics"):
+                    return self._answer(400, {"error": "TOPIC_ALREADY_EXISTS", "message": "Topic 't' exists"})
+                if self.path.endswith("/producer-ids"):
+                    return self._answer(200, {"first_producer_id": 5000, "count": 2})
+                return self._answer(404, {"error": "INVALID_REQUEST", "message": self.path})
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def publish(self, new_image: dict) -> None:
+        with self.changed:
+            self.version = new_image["metadata_version"]
+            self.image = new_image
+            self.changed.notify_all()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}"
+
+
+@pytest.fixture
+def plane():
+    fake = FakePlane()
+    fake.thread.start()
+    yield fake
+    fake.publish(image(10_000))  # release long polls
+    fake.server.shutdown()
+
+
+def settings(url: str, secret: str = SECRET) -> ClusterSettings:
+    return ClusterSettings(url=url, secret=secret, broker_id=2, listeners="PLAINTEXT://127.0.0.1:9002",
+                           metadata_wait_ms=2000, retry_backoff_ms=10, max_retry_backoff_ms=50)
+
+
+async def until(condition, timeout_s: float = 5.0) -> None:
+    async with asyncio.timeout(timeout_s):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+def test_register_load_and_follow_changes(plane):
+    async def scenario():
+        store = ClusterMetadataStore(settings(plane.url))
+        seen = []
+        store.add_listener(lambda old, new: seen.append(new.metadata_version))
+        await store.start()
+        try:
+            assert store.registration_epoch == 1
+            assert plane.requests[0][2] == {"broker_id": 2, "listeners": "PLAINTEXT://127.0.0.1:9002", "rack": "",
+                                            "log_dirs": []}
+            current = store.image
+            assert current.controller_id == 1  # the control plane names none: lowest live broker
+            assert current.partition("t", 0).isr == (1, 2, 3)
+            assert current.partition("t", 0).partition_epoch == 7
+            assert current.broker(3).port == 9003
+            plane.publish(image(2, leader=2, isr=(2, 3), fenced=(1,)))
+            await until(lambda: store.image.metadata_version == 2)  # the long poll delivers it
+            assert seen == [2]
+            assert store.image.partition("t", 0).leader_id == 2
+            assert [b.node_id for b in store.image.live_brokers] == [2, 3]
+            plane.heartbeat_state = "fenced"
+            await until(lambda: plane.registrations == 2)
+            assert await store.allocate_producer_id() == 5000
+            assert await store.allocate_producer_id() == 5001
+        finally:
+            await store.stop()
+
+    asyncio.run(scenario())
+
+
+def test_errors_carry_kafka_names(plane):
+    async def scenario():
+        from brokerd.metadata.image import NewTopic
+
+        store = ClusterMetadataStore(settings(plane.url))
+        await store.start()
+        try:
+            with pytest.raises(ControlPlaneError) as refused:
+                await store.create_topic(NewTopic("t", 1, 1, {}))
+            assert refused.value.kafka_error == "TOPIC_ALREADY_EXISTS"
+        finally:
+            await store.stop()
+
+    asyncio.run(scenario())

@@ -110,7 +110,8 @@ class StandaloneMetadataStore:
         del self._state["topics"][name]
         self._commit()
 
-    async def create_partitions(self, name: str, total_count: int, validate_only: bool = False) -> None:
+    async def create_partitions(self, name: str, total_count: int, validate_only: bool = False,
+                                assignments: list[list[int]] | None = None) -> None:
         entry = self._require(name)
         validate_partition_increase(entry["partitions"], total_count)
         if not validate_only:

@@ -32,8 +32,10 @@ class MetadataStore(Protocol):
     async def delete_topic(self, name: str) -> None:
         """Raises UnknownTopicError."""
 
-    async def create_partitions(self, name: str, total_count: int, validate_only: bool = False) -> None:
-        """Grow `name` to `total_count` partitions. Raises UnknownTopicError, InvalidPartitionsError."""
+    async def create_partitions(self, name: str, total_count: int, validate_only: bool = False,
+                                assignments: list[list[int]] | None = None) -> None:
+        """Grow `name` to `total_count` partitions (new ones on `assignments` if given). Raises
+        UnknownTopicError, InvalidPartitionsError."""
 
     async def set_topic_configs(self, name: str, overrides: Mapping[str, str],
                                 validate_only: bool = False) -> None:

@@ -20,7 +20,10 @@ async def handle(request: CreatePartitionsRequest, context: RequestContext) -> C
                 known = {b.node_id for b in metadata.image.brokers}
                 if any(n not in known for a in topic.assignments for n in a.broker_ids):
                     raise InvalidReplicaAssignmentError("Assignment names a broker that is not registered")
-            await metadata.create_partitions(topic.name, topic.count, validate_only=request.validate_only)
+            assignments = (None if topic.assignments is None
+                           else [[int(n) for n in a.broker_ids] for a in topic.assignments])
+            await metadata.create_partitions(topic.name, topic.count, validate_only=request.validate_only,
+                                             assignments=assignments)
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this topic
             code, message = to_error(exc)
             results.append(CreatePartitionsTopicResult(name=topic.name, error_code=code, error_message=message))

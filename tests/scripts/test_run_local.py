@@ -22,6 +22,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_port_run(count: int) -> int:
+    """The first of `count` consecutive ports that are all free now (the brokers take consecutive ports)."""
+    while True:
+        first = free_port()
+        sockets = []
+        try:
+            for port in range(first, first + count):
+                s = socket.socket()
+                sockets.append(s)
+                s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
+
+
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -31,7 +49,7 @@ def group_alive(pgid: int) -> bool:
 
 
 def test_make_run_serves_console_and_stops_cleanly_on_ctrl_c(tmp_path):
-    http_port, redis_port, broker_port = free_port(), free_port(), free_port()
+    http_port, redis_port, broker_port = free_port(), free_port(), free_port_run(3)
     env = {**os.environ, "STROM_VAR_DIR": str(tmp_path), "STROM_HTTP_PORT": str(http_port),
            "STROM_REDIS_PORT": str(redis_port), "STROM_BROKER_PORT": str(broker_port),
            "STROM_ADMIN_PASSWORD": "run-local-secret", "CELERY_BROKER_URL": f"redis://127.0.0.1:{redis_port}/0"}

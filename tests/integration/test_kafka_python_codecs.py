@@ -6,9 +6,10 @@ silently falling back to no compression (e.g. zstd needs Produce v7) would fail 
 import time
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 
 from brokerd.protocol.api_keys import ApiKey
+from tests.integration.test_kafka_python import consume
 from tests.support.kafka_wire import (
     FETCH_VERSION,
     batches,
@@ -19,23 +20,7 @@ from tests.support.kafka_wire import (
     read_frame,
 )
 
-TIMEOUT_MS = 20_000
 CODEC_IDS = {None: 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-
-
-def consume(broker, topic: str, count: int) -> list:
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False,
-                             auto_offset_reset="earliest", consumer_timeout_ms=TIMEOUT_MS)
-    consumer.assign([TopicPartition(topic, 0)])
-    consumer.seek_to_beginning()
-    records = []
-    for record in consumer:
-        records.append(record)
-        if len(records) == count:
-            break
-    consumer.close()
-    assert len(records) == count
-    return records
 
 
 def stored_batches(broker, topic: str) -> list:

@@ -13,7 +13,7 @@ from kio.schema.list_offsets.v2.response import (
 from kio.static.primitive import i32, i64
 
 from brokerd.server.context import RequestContext
-from brokerd.server.handlers._errors import to_error_code
+from brokerd.server.handlers._errors import answer_each
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -21,25 +21,24 @@ EARLIEST_TIMESTAMP = -2
 
 async def handle(request: ListOffsetsRequest, context: RequestContext) -> ListOffsetsResponse:
     partitions = context.services.partitions
-    topics = []
-    for topic in request.topics:
-        results = []
-        for requested in topic.partitions:
-            try:
-                partition = partitions.get(topic.name, requested.partition_index)
-                if requested.timestamp == LATEST_TIMESTAMP:
-                    offset, timestamp = partition.high_watermark, -1
-                elif requested.timestamp == EARLIEST_TIMESTAMP:
-                    offset, timestamp = partition.log_start_offset, -1
-                else:
-                    found = partition.offset_for_timestamp(requested.timestamp)
-                    offset, timestamp = found if found is not None else (-1, -1)
-            except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this partition
-                results.append(ListOffsetsPartitionResponse(partition_index=requested.partition_index,
-                                                            error_code=to_error_code(exc)))
-                continue
-            results.append(ListOffsetsPartitionResponse(
-                partition_index=i32(requested.partition_index), error_code=ErrorCode.none,
-                timestamp=i64(timestamp), offset=i64(offset)))
-        topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(results)))
-    return ListOffsetsResponse(throttle_time=datetime.timedelta(0), topics=tuple(topics))
+
+    def look_up(topic: str, requested) -> ListOffsetsPartitionResponse:
+        partition = partitions.get(topic, requested.partition_index)
+        if requested.timestamp == LATEST_TIMESTAMP:
+            offset, timestamp = partition.high_watermark, -1
+        elif requested.timestamp == EARLIEST_TIMESTAMP:
+            offset, timestamp = partition.log_start_offset, -1
+        else:
+            found = partition.offset_for_timestamp(requested.timestamp)
+            offset, timestamp = found if found is not None else (-1, -1)
+        return ListOffsetsPartitionResponse(partition_index=i32(requested.partition_index),
+                                            error_code=ErrorCode.none, timestamp=i64(timestamp), offset=i64(offset))
+
+    def failed(requested, code: ErrorCode) -> ListOffsetsPartitionResponse:
+        return ListOffsetsPartitionResponse(partition_index=requested.partition_index, error_code=code)
+
+    topics = tuple(
+        ListOffsetsTopicResponse(name=topic.name, partitions=answer_each(
+            topic.partitions, lambda requested, name=topic.name: look_up(name, requested), failed))
+        for topic in request.topics)
+    return ListOffsetsResponse(throttle_time=datetime.timedelta(0), topics=topics)

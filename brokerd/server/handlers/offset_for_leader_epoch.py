@@ -18,23 +18,24 @@ from kio.schema.offset_for_leader_epoch.v3.response import (
 from kio.static.primitive import i32, i64
 
 from brokerd.server.context import RequestContext
-from brokerd.server.handlers._errors import to_error_code
+from brokerd.server.handlers._errors import answer_each
 
 
 async def handle(request: OffsetForLeaderEpochRequest, context: RequestContext) -> OffsetForLeaderEpochResponse:
     partitions = context.services.partitions
-    topics = []
-    for topic in request.topics:
-        results = []
-        for requested in topic.partitions:
-            try:
-                partition = partitions.get(topic.topic, requested.partition)
-                partition.check_leader_epoch(requested.current_leader_epoch)
-                epoch, end_offset = partition.end_offset_for_epoch(requested.leader_epoch)
-            except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this partition
-                results.append(EpochEndOffset(error_code=to_error_code(exc), partition=requested.partition))
-                continue
-            results.append(EpochEndOffset(error_code=ErrorCode.none, partition=requested.partition,
-                                          leader_epoch=i32(epoch), end_offset=i64(end_offset)))
-        topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=tuple(results)))
-    return OffsetForLeaderEpochResponse(throttle_time=datetime.timedelta(0), topics=tuple(topics))
+
+    def end_offset(topic: str, requested) -> EpochEndOffset:
+        partition = partitions.get(topic, requested.partition)
+        partition.check_leader_epoch(requested.current_leader_epoch)
+        epoch, offset = partition.end_offset_for_epoch(requested.leader_epoch)
+        return EpochEndOffset(error_code=ErrorCode.none, partition=requested.partition,
+                              leader_epoch=i32(epoch), end_offset=i64(offset))
+
+    def failed(requested, code: ErrorCode) -> EpochEndOffset:
+        return EpochEndOffset(error_code=code, partition=requested.partition)
+
+    topics = tuple(
+        OffsetForLeaderTopicResult(topic=topic.topic, partitions=answer_each(
+            topic.partitions, lambda requested, name=topic.topic: end_offset(name, requested), failed))
+        for topic in request.topics)
+    return OffsetForLeaderEpochResponse(throttle_time=datetime.timedelta(0), topics=topics)

@@ -262,7 +262,8 @@ class ClusterMetadataStore:
             except (ControlPlaneUnavailableError, ControlPlaneError) as exc:
                 log.debug("metadata poll failed: %s", exc)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake_poller.wait(), backoff / 1000)
+                    async with asyncio.timeout(backoff / 1000):
+                        await self._wake_poller.wait()
                 backoff = min(backoff * 2, self.settings.max_retry_backoff_ms)
 
     def _apply(self, image: ClusterImage) -> None:

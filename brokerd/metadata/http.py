@@ -34,7 +34,8 @@ class JsonHttpClient:
 
     async def request(self, method: str, path: str, body: object = None, timeout_s: float = 10.0) -> HttpResponse:
         try:
-            return await asyncio.wait_for(self._request(method, path, body), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                return await self._request(method, path, body)
         except TimeoutError:
             raise HttpError(f"{method} {path}: no answer within {timeout_s:.1f}s") from None
         except (OSError, asyncio.IncompleteReadError, ValueError) as exc:

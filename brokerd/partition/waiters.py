@@ -21,7 +21,8 @@ class AppendWaiters:
         for key in keys:
             self._waiters.setdefault(key, set()).add(future)
         try:
-            await asyncio.wait_for(future, timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await future
             return True
         except TimeoutError:
             return False

@@ -129,13 +129,14 @@ class ReplicaFetcher:
     async def _wait_changed(self, timeout_s: float | None) -> None:
         self._changed.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await self._changed.wait()
 
     async def _connect(self) -> None:
         if self._writer is not None:
             return
-        self._reader, self._writer = await asyncio.wait_for(
-            asyncio.open_connection(self.source.host, self.source.port), self.config.socket_timeout_ms / 1000)
+        async with asyncio.timeout(self.config.socket_timeout_ms / 1000):
+            self._reader, self._writer = await asyncio.open_connection(self.source.host, self.source.port)
 
     def _close(self) -> None:
         if self._writer is not None:

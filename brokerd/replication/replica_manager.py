@@ -151,7 +151,8 @@ class ReplicaManager:
                     break
                 future = self.purgatory.watch(partition.key, result.last_offset + 1)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(future, remaining)
+                    async with asyncio.timeout(remaining):
+                        await future
             outcomes.append(outcome)
         return outcomes
 

@@ -21,7 +21,8 @@ async def consume(broker, topic: str, count: int) -> list:
         await consumer.seek_to_beginning(tp)
         records = []
         while len(records) < count:
-            batch = await asyncio.wait_for(consumer.getmany(tp, timeout_ms=1000), TIMEOUT_S)
+            async with asyncio.timeout(TIMEOUT_S):
+                batch = await consumer.getmany(tp, timeout_ms=1000)
             records += batch.get(tp, [])
         return records
     finally:

@@ -22,6 +22,35 @@ class ConfigError(ValueError):
     """A config key or value the broker cannot start with (CLI: one line, exit status 2)."""
 
 
+@dataclass(frozen=True, slots=True)
+class GroupSettings:
+    """The group coordinator's Kafka broker keys (durations in ms, sizes in bytes)."""
+
+    min_session_timeout_ms: int = 6_000
+    """`group.min.session.timeout.ms`"""
+    max_session_timeout_ms: int = 1_800_000
+    """`group.max.session.timeout.ms`"""
+    initial_rebalance_delay_ms: int = 3_000
+    """`group.initial.rebalance.delay.ms`: how long a new (Empty) group waits for more members to join."""
+    max_size: int = 2**31 - 1
+    """`group.max.size`"""
+    offsets_retention_ms: int = 10_080 * 60_000
+    """`offsets.retention.minutes` (7 days), in ms."""
+    offsets_retention_check_interval_ms: int = 600_000
+    """`offsets.retention.check.interval.ms`"""
+    offsets_topic_num_partitions: int = 50
+    """`offsets.topic.num.partitions`: partitions of `__consumer_offsets` when it is created."""
+    offsets_topic_replication_factor: int = 3
+    """`offsets.topic.replication.factor` (standalone: 1). Until this many brokers are alive,
+    FindCoordinator answers COORDINATOR_NOT_AVAILABLE rather than create the topic with fewer replicas."""
+    offset_metadata_max_bytes: int = 4_096
+    """`offset.metadata.max.bytes`"""
+    offsets_commit_timeout_ms: int = 5_000
+    """`offsets.commit.timeout.ms`: how long a coordinator write waits for the ISR (acks=all)."""
+    offsets_load_buffer_size: int = 5_242_880
+    """`offsets.load.buffer.size`: bytes read per step while loading a `__consumer_offsets` partition."""
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
     node_id: int
@@ -40,6 +69,7 @@ class BrokerConfig:
     cluster_secret: str | None = field(default=None, repr=False)
     """`strom.cluster.secret` or $STROM_CLUSTER_SECRET: the bearer token of the internal API."""
     rack: str | None = None
+    groups: GroupSettings = field(default_factory=GroupSettings)
     properties: Mapping[str, str] = field(default_factory=dict)
     """Every key as given, for consumers of other keys (topic defaults, later issues)."""
 
@@ -101,6 +131,33 @@ def _bool(properties: Mapping[str, str], key: str, default: bool) -> bool:
     return raw.strip().lower() == "true"
 
 
+def group_settings(properties: Mapping[str, str], standalone: bool) -> GroupSettings:
+    """The group keys of `properties`; `offsets.topic.replication.factor` defaults to 1 when standalone."""
+    defaults = GroupSettings()
+    settings = GroupSettings(
+        min_session_timeout_ms=_int(properties, "group.min.session.timeout.ms", defaults.min_session_timeout_ms),
+        max_session_timeout_ms=_int(properties, "group.max.session.timeout.ms", defaults.max_session_timeout_ms),
+        initial_rebalance_delay_ms=_int(properties, "group.initial.rebalance.delay.ms",
+                                        defaults.initial_rebalance_delay_ms),
+        max_size=_int(properties, "group.max.size", defaults.max_size, 1),
+        offsets_retention_ms=_int(properties, "offsets.retention.minutes", defaults.offsets_retention_ms // 60_000,
+                                  1) * 60_000,
+        offsets_retention_check_interval_ms=_int(properties, "offsets.retention.check.interval.ms",
+                                                 defaults.offsets_retention_check_interval_ms, 1),
+        offsets_topic_num_partitions=_int(properties, "offsets.topic.num.partitions",
+                                          defaults.offsets_topic_num_partitions, 1),
+        offsets_topic_replication_factor=_int(properties, "offsets.topic.replication.factor",
+                                              1 if standalone else defaults.offsets_topic_replication_factor, 1),
+        offset_metadata_max_bytes=_int(properties, "offset.metadata.max.bytes", defaults.offset_metadata_max_bytes),
+        offsets_commit_timeout_ms=_int(properties, "offsets.commit.timeout.ms", defaults.offsets_commit_timeout_ms, 1),
+        offsets_load_buffer_size=_int(properties, "offsets.load.buffer.size", defaults.offsets_load_buffer_size, 1),
+    )
+    if settings.min_session_timeout_ms > settings.max_session_timeout_ms:
+        raise ConfigError(f"group.min.session.timeout.ms: {settings.min_session_timeout_ms} is above "
+                          f"group.max.session.timeout.ms {settings.max_session_timeout_ms}")
+    return settings
+
+
 def build_config(properties: Mapping[str, str], environ: Mapping[str, str] | None = None) -> BrokerConfig:
     """Validate `properties` (Kafka key names) into a BrokerConfig. Raises ConfigError."""
     environ = os.environ if environ is None else environ
@@ -143,5 +200,6 @@ def build_config(properties: Mapping[str, str], environ: Mapping[str, str] | Non
         controlplane_url=url,
         cluster_secret=secret if url is not None else None,
         rack=properties.get("broker.rack") or None,
+        groups=group_settings(properties, standalone=url is None),
         properties=dict(properties),
     )

@@ -36,6 +36,7 @@ from brokerd.groups.schemas import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    SchemaError,
     decode_record,
     encode_key,
     encode_value,
@@ -182,10 +183,14 @@ def _append_error(exc: BaseException, *, offsets: bool) -> errors.AppendFailedEr
 class GroupCoordinator:
     """Groups of one `__consumer_offsets` partition: membership, rebalances and committed offsets."""
 
-    def __init__(self, *, clock: Clock, append: Append, config: GroupCoordinatorConfig | None = None) -> None:
+    def __init__(self, *, clock: Clock, append: Append, config: GroupCoordinatorConfig | None = None,
+                 on_deadline: Callable[[int], None] | None = None) -> None:
+        """`on_deadline(deadline_ms)` is told of every deadline armed (the broker's timer may need to wake
+        earlier than it planned)."""
         self._clock = clock
         self._append = append
         self._config = config or GroupCoordinatorConfig()
+        self._on_deadline = on_deadline
         self._groups: dict[str, Group] = {}
         self._loaded = False
         self._unloaded = False
@@ -202,13 +207,18 @@ class GroupCoordinator:
 
         A loaded group with members is Stable at its stored generation (Empty without members); every
         member gets a fresh session timeout. Offsets without group metadata form "simple" Empty groups.
+        A record this broker cannot read (malformed, or a newer schema version) is logged and skipped.
         """
         if self._loaded or self._unloaded:
             raise AssertionError("a coordinator is loaded once")
         offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
         metadata: dict[str, GroupMetadataValue] = {}
         for raw_key, raw_value in records:
-            key, value = decode_record(raw_key, raw_value)
+            try:
+                key, value = decode_record(raw_key, raw_value)
+            except SchemaError as exc:
+                logger.warning("skipping an unreadable __consumer_offsets record (key %r): %s", raw_key[:64], exc)
+                continue
             if isinstance(key, OffsetCommitKey):
                 group_offsets = offsets.setdefault(key.group_id, {})
                 if value is None:
@@ -278,6 +288,8 @@ class GroupCoordinator:
 
     def _arm(self, deadline_ms: int, action: Callable[[], None]) -> None:
         heapq.heappush(self._deadlines, (deadline_ms, next(self._sequence), action))
+        if self._on_deadline is not None:
+            self._on_deadline(deadline_ms)
 
     def _is_current(self, group: Group) -> bool:
         return self._groups.get(group.group_id) is group

@@ -56,6 +56,7 @@ SUPPORTED_APIS: dict[int, ApiVersionRange] = {
         ApiVersionRange(_K.DESCRIBE_GROUPS, 3, 0, 3),
         ApiVersionRange(_K.LIST_GROUPS, 1, 0, 1),
         ApiVersionRange(_K.DELETE_GROUPS, 1, 0, 1),
+        ApiVersionRange(_K.OFFSET_DELETE, 0, 0, 0),
         ApiVersionRange(_K.DELETE_RECORDS, 1, 0, 1),
         ApiVersionRange(_K.OFFSET_FOR_LEADER_EPOCH, 3, 0, 3),
         ApiVersionRange(_K.ELECT_LEADERS, 1, 0, 1),

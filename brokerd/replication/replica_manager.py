@@ -16,7 +16,7 @@ Event loop only.
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from brokerd.clock import Clock, SystemClock
@@ -69,6 +69,7 @@ class ReplicaManager:
         self.isr = IsrManager(metadata)
         self._isr_task: asyncio.Task | None = None
         self._started = False
+        self._role_listeners: list[Callable[[], None]] = []
         metadata.add_listener(self._on_metadata_change)
 
     # --- lifecycle -------------------------------------------------------------------------------------
@@ -110,6 +111,11 @@ class ReplicaManager:
 
     def min_insync_replicas(self, topic: str) -> int:
         return self._min_isr.get(topic, 1)
+
+    def add_role_listener(self, listener: Callable[[], None]) -> None:
+        """`listener()` runs after every application of the metadata image (at start and on each change),
+        once every replica is in its new role (the group coordinators follow `__consumer_offsets` leadership)."""
+        self._role_listeners.append(listener)
 
     # --- PartitionListener -----------------------------------------------------------------------------
 
@@ -217,6 +223,8 @@ class ReplicaManager:
             self._topic_configs.pop(topic_name, None)
             self._min_isr.pop(topic_name, None)
         self._stop_idle_fetchers()
+        for listener in self._role_listeners:
+            listener()
 
     def _become_leader(self, partition: Partition, assignment) -> None:
         was_leader, old_epoch = partition.is_leader, partition.leader_epoch

@@ -1,11 +1,13 @@
-"""Composition root: storage, metadata, partitions, dispatcher and listener, started and stopped in order.
+"""Composition root: storage, metadata, partitions, groups, dispatcher and listener, started and stopped in order.
 
 Start: load the logs; bind the listening sockets (so port 0 resolves before anything advertises it);
 open the metadata store (standalone: a local file; cluster: register with the control plane and load
 its image) and apply its topic configs to the logs; start log maintenance; start the replica manager
-(leaders and followers per the image, fetchers, ISR checks); start serving. Stop, in reverse: tell the
-control plane we are shutting down, stop serving (in-flight requests drain), stop replication, stop
-the metadata store's loops, close the logs.
+(leaders and followers per the image, fetchers, ISR checks); start the group manager (coordinators for
+the `__consumer_offsets` partitions led here); start serving. Stop, in reverse: tell the control plane
+we are shutting down, unload the group coordinators (parked JoinGroup/SyncGroup answer NOT_COORDINATOR
+instead of holding the drain), stop serving (in-flight requests drain), stop replication, stop the
+metadata store's loops, close the logs.
 """
 
 import asyncio
@@ -14,6 +16,7 @@ import socket
 
 from brokerd.clock import SystemClock
 from brokerd.config import BrokerConfig, Listener
+from brokerd.groups.manager import GroupManager
 from brokerd.metadata.cluster import ClusterMetadataStore, ClusterSettings
 from brokerd.metadata.image import BrokerEndpoint
 from brokerd.metadata.standalone import FILE_NAME, StandaloneMetadataStore
@@ -47,6 +50,7 @@ class Broker:
         self.endpoint: BrokerEndpoint | None = None
         self.metadata: MetadataStore | None = None
         self.replicas: ReplicaManager | None = None
+        self.groups: GroupManager | None = None
 
     def _metadata_store(self, endpoint: BrokerEndpoint) -> MetadataStore:
         config = self.config
@@ -73,7 +77,9 @@ class Broker:
                                        replication_config(self.config.properties), SystemClock(),
                                        self.config.properties)
         self.replicas.start()
-        services = BrokerServices(self.config, metadata, self.replicas, self.endpoint)
+        self.groups = GroupManager(metadata, self.replicas, self.config.groups, SystemClock())
+        self.groups.start()
+        services = BrokerServices(self.config, metadata, self.replicas, self.endpoint, self.groups)
         await self._listener.serve(Dispatcher(services, HANDLERS))
         log.info("broker %d serving at %s:%d (cluster %s)", self.config.node_id, self.endpoint.host,
                  self.endpoint.port, metadata.image.cluster_id)
@@ -81,6 +87,8 @@ class Broker:
     async def stop(self) -> None:
         if isinstance(self.metadata, ClusterMetadataStore):
             await self.metadata.request_shutdown()
+        if self.groups is not None:
+            await self.groups.stop()
         await self._listener.stop(self.config.shutdown_timeout_ms / 1000)
         if self.replicas is not None:
             await self.replicas.stop()

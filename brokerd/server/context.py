@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 from brokerd.config import BrokerConfig
+from brokerd.groups.manager import GroupManager
 from brokerd.metadata.image import BrokerEndpoint
 from brokerd.metadata.store import MetadataStore
 from brokerd.protocol.messages import RequestHeader
@@ -17,6 +18,8 @@ class BrokerServices:
     """Every replica on this broker; `get` returns the ones it leads."""
     endpoint: BrokerEndpoint
     """This broker as clients should reach it (first advertised listener)."""
+    groups: GroupManager
+    """The group coordinators of the `__consumer_offsets` partitions this broker leads."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,32 +6,37 @@ error codes (`_errors.to_error_code`).
 """
 
 from brokerd.protocol.api_keys import ApiKey
-from brokerd.protocol.api_versions import SUPPORTED_APIS
 from brokerd.server.dispatcher import Handler
 from brokerd.server.handlers import (
     alter_configs,
     api_versions,
     create_partitions,
     create_topics,
+    delete_groups,
     delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_groups,
     elect_leaders,
     fetch,
+    find_coordinator,
+    heartbeat,
     incremental_alter_configs,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
     not_yet_served,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sync_group,
 )
-
-
-def _no_coordinator(key: ApiKey) -> Handler:
-    return not_yet_served.coordinator_not_available(key, SUPPORTED_APIS[key].implemented)
-
 
 HANDLERS: dict[int, Handler] = {
     ApiKey.API_VERSIONS: api_versions.handle,
@@ -48,16 +53,17 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
     ApiKey.DELETE_RECORDS: delete_records.handle,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
-    ApiKey.FIND_COORDINATOR: _no_coordinator(ApiKey.FIND_COORDINATOR),
-    ApiKey.JOIN_GROUP: _no_coordinator(ApiKey.JOIN_GROUP),
-    ApiKey.SYNC_GROUP: _no_coordinator(ApiKey.SYNC_GROUP),
-    ApiKey.HEARTBEAT: _no_coordinator(ApiKey.HEARTBEAT),
-    ApiKey.LEAVE_GROUP: _no_coordinator(ApiKey.LEAVE_GROUP),
-    ApiKey.OFFSET_FETCH: _no_coordinator(ApiKey.OFFSET_FETCH),
-    ApiKey.OFFSET_COMMIT: not_yet_served.offset_commit,
-    ApiKey.DESCRIBE_GROUPS: not_yet_served.describe_groups,
-    ApiKey.DELETE_GROUPS: not_yet_served.delete_groups,
-    ApiKey.LIST_GROUPS: not_yet_served.list_groups,
+    ApiKey.FIND_COORDINATOR: find_coordinator.handle,
+    ApiKey.JOIN_GROUP: join_group.handle,
+    ApiKey.SYNC_GROUP: sync_group.handle,
+    ApiKey.HEARTBEAT: heartbeat.handle,
+    ApiKey.LEAVE_GROUP: leave_group.handle,
+    ApiKey.OFFSET_COMMIT: offset_commit.handle,
+    ApiKey.OFFSET_FETCH: offset_fetch.handle,
+    ApiKey.OFFSET_DELETE: offset_delete.handle,
+    ApiKey.DESCRIBE_GROUPS: describe_groups.handle,
+    ApiKey.LIST_GROUPS: list_groups.handle,
+    ApiKey.DELETE_GROUPS: delete_groups.handle,
     ApiKey.ELECT_LEADERS: elect_leaders.handle,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: not_yet_served.alter_partition_reassignments,

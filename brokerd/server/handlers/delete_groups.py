@@ -1,0 +1,29 @@
+"""DeleteGroups v1: deletes Empty groups with their offsets; NON_EMPTY_GROUP while members are active,
+GROUP_ID_NOT_FOUND for unknown groups, coordinator errors per group."""
+
+import datetime
+
+from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
+from kio.schema.delete_groups.v1.response import DeletableGroupResult, DeleteGroupsResponse
+from kio.schema.errors import ErrorCode
+
+from brokerd.groups.errors import GroupError
+from brokerd.protocol.errors import error_code
+from brokerd.server.context import RequestContext
+from brokerd.server.handlers._errors import to_error_code
+
+_NO_THROTTLE = datetime.timedelta(0)
+
+
+async def _delete(group_id: str, context: RequestContext) -> ErrorCode:
+    try:
+        results = await context.services.groups.coordinator_for(group_id).delete_groups([group_id])
+    except GroupError as exc:
+        return to_error_code(exc)
+    error = results[group_id]
+    return ErrorCode.none if error is None else error_code(error)
+
+
+async def handle(request: DeleteGroupsRequest, context: RequestContext) -> DeleteGroupsResponse:
+    results = [DeletableGroupResult(group_id=g, error_code=await _delete(g, context)) for g in request.groups_names]
+    return DeleteGroupsResponse(throttle_time=_NO_THROTTLE, results=tuple(results))

@@ -13,6 +13,8 @@ Cluster timing (Kafka's names; see "The controller" below): STROM_BROKER_SESSION
 STROM_BROKER_HEARTBEAT_INTERVAL_MS, STROM_CONTROLLER_LEASE_MS, STROM_CONTROLLER_TICK_MS,
 STROM_AUTO_LEADER_REBALANCE_ENABLE, STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
 STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE, STROM_NUM_PARTITIONS
+STROM_BOOTSTRAP_SERVERS Kafka bootstrap list (host:port,…) the control plane uses as a Kafka client for consumer
+                   groups (default: the listeners of the running brokers in the metadata store)
 """
 
 import os
@@ -66,6 +68,7 @@ INSTALLED_APPS = [
     "controlplane.health",
     "controlplane.controller",
     "controlplane.brokerapi",
+    "controlplane.groups",
     "controlplane.console",
 ]
 
@@ -191,6 +194,8 @@ STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = _env_int("STROM_LEADER_IMBALANCE
 STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = _env_int("STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE", 10)
 # num.partitions: partitions of a topic created with num_partitions = -1.
 STROM_NUM_PARTITIONS = _env_int("STROM_NUM_PARTITIONS", 1)
+# Where the control plane connects as a Kafka admin client (consumer groups); "" means the running brokers.
+STROM_BOOTSTRAP_SERVERS = os.environ.get("STROM_BOOTSTRAP_SERVERS", "")
 
 LOGGING = {
     "version": 1,

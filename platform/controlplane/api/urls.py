@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 
 from controlplane.cluster.api.views import BrokerViewSet
 from controlplane.controller.api.views import ElectLeadersView
+from controlplane.groups.api.views import GroupViewSet
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
 from controlplane.topics.api.views import PartitionViewSet, TopicViewSet
 
@@ -13,6 +14,7 @@ router.register("brokers", BrokerViewSet)
 router.register("topics", TopicViewSet)
 router.register("partitions", PartitionViewSet)
 router.register("health-snapshots", ClusterHealthSnapshotViewSet)
+router.register("groups", GroupViewSet, basename="group")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

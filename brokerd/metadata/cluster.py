@@ -6,8 +6,11 @@ runs two tasks:
 
 * heartbeats every `heartbeat_interval_ms`; when told `fenced` or `STALE_BROKER_EPOCH`, registers again
   (a new registration epoch);
-* a metadata long poll, `GET /metadata?min_version=<ours + 1>&wait_ms=...`, so a change reaches the
-  broker within milliseconds of its commit.
+* a metadata long poll, `GET /metadata?min_version=<ours + 1>&wait_ms=...&broker_id=...`, so a change
+  reaches the broker within milliseconds of its commit. It also tells the control plane when this process
+  dies: one poll is always open and the kernel closes it on exit, which the web process notices at once
+  (ARCHITECTURE.md, "The controller"). The broker itself only closes it when stopping or when the control
+  plane did not answer in time.
 
 If the control plane is unreachable, both loops retry with a short backoff and the broker keeps serving
 with the last image it has; only admin calls (which need the control plane) fail, with
@@ -247,8 +250,10 @@ class ClusterMetadataStore:
             await asyncio.sleep(max(self.heartbeat_interval_ms / 1000 - elapsed, 0.01))
 
     async def _refresh(self, min_version: int = 0, wait_ms: int = 0) -> None:
-        body = await self._call("GET", f"/metadata?min_version={min_version}&wait_ms={wait_ms}",
-                                timeout_ms=wait_ms + self.settings.request_timeout_ms)
+        query = f"min_version={min_version}&wait_ms={wait_ms}"
+        if wait_ms:
+            query += f"&broker_id={self.settings.broker_id}&registration_epoch={self.registration_epoch}"
+        body = await self._call("GET", f"/metadata?{query}", timeout_ms=wait_ms + self.settings.request_timeout_ms)
         assert isinstance(body, dict)
         self._apply(parse_image(body))
 

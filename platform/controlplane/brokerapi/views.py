@@ -4,6 +4,7 @@ Thin views: authenticate, read the body, call one service function, answer JSON.
 `{"error": NAME, "message": …}` with their 4xx status. Not part of the public REST API or its schema.
 """
 
+import logging
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -15,7 +16,10 @@ from controlplane.core.errors import KafkaApiError
 from controlplane.topics import services as topics
 
 from .auth import cluster_secret_required
+from .hangup import hangup_probe
 from .requests import Body
+
+log = logging.getLogger(__name__)
 
 __all__ = ("alter_partition", "broker_heartbeat", "elect_leaders", "metadata_image", "producer_ids",
            "register_broker", "topic_configs", "topic_detail", "topic_partitions", "topics_create")
@@ -57,14 +61,26 @@ def broker_heartbeat(request: HttpRequest, broker_id: int) -> dict:
 
 
 @internal_api("GET")
-def metadata_image(request: HttpRequest) -> dict:
+def metadata_image(request: HttpRequest) -> dict | None:
+    """The metadata image, as a long poll with `min_version` and `wait_ms`. A broker names itself
+    (`broker_id`, `registration_epoch`): if it hangs up while waiting, its connection loss is recorded for
+    the controller (see `hangup`) and nothing is answered."""
     try:
         min_version = int(request.GET.get("min_version", 0))
         wait_ms = int(request.GET.get("wait_ms", 0))
+        broker_id = int(request.GET["broker_id"]) if "broker_id" in request.GET else None
+        registration_epoch = int(request.GET.get("registration_epoch", -1))
     except ValueError:
-        raise KafkaApiError("INVALID_REQUEST", "min_version and wait_ms must be integers") from None
+        raise KafkaApiError("INVALID_REQUEST",
+                            "min_version, wait_ms, broker_id and registration_epoch must be integers") from None
     if min_version > 0 and wait_ms > 0:
-        metadata.wait_for_version(min_version, wait_ms)
+        hung_up = hangup_probe(request) if broker_id is not None else None
+        metadata.wait_for_version(min_version, wait_ms, hung_up)
+        if hung_up is not None and hung_up():
+            recorded = services.connection_lost(broker_id, registration_epoch)
+            log.warning("broker %s (registration epoch %s) hung up its metadata long poll%s", broker_id,
+                        registration_epoch, "" if recorded else "; not a live registration, ignored")
+            return None
     return metadata.image()
 
 

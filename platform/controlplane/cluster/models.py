@@ -30,7 +30,10 @@ class Broker(models.Model):
     """A broker registered with the cluster.
 
     `registration_epoch` increases with every (re-)registration; requests from a broker carrying an older
-    epoch are from a zombie and are refused. `last_heartbeat` is when the broker last proved it is alive.
+    epoch are from a zombie and are refused. `last_heartbeat` is when the broker last proved it is alive;
+    `connection_lost_at` is when the web process saw this registration's metadata long poll closed by the
+    broker's side (the kernel closes a dead process's sockets): evidence of death the controller acts on
+    unless a heartbeat follows (see `controller.Controller.fence_expired_brokers`).
     """
 
     broker_id = models.IntegerField(unique=True, validators=[MinValueValidator(0)],
@@ -40,6 +43,7 @@ class Broker(models.Model):
     rack = models.CharField(max_length=255, blank=True, default="", help_text="broker.rack, empty if none")
     state = models.CharField(max_length=16, choices=BrokerState.choices, default=BrokerState.STARTING)
     last_heartbeat = models.DateTimeField(null=True, blank=True)
+    connection_lost_at = models.DateTimeField(null=True, blank=True)
     registration_epoch = models.BigIntegerField(default=0, validators=[MinValueValidator(0)])
     log_dirs = models.JSONField(default=list, blank=True)
     registered_at = models.DateTimeField(auto_now_add=True)

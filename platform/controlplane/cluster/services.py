@@ -1,10 +1,11 @@
-"""What brokers do to the cluster: register, heartbeat, propose ISR changes, take producer-id blocks.
+"""What brokers do to the cluster: register, heartbeat, propose ISR changes, take producer-id blocks, and
+what the web process observes of them (a closed metadata long poll).
 
 Each mutation is one transaction that first takes `metadata.locked_state()`; requests carrying a broker's
-old `registration_epoch` (a zombie) are refused with STALE_BROKER_EPOCH and change nothing. The heartbeat is
-the exception that proves the rule: it only refreshes `last_heartbeat` with a single conditional UPDATE (on
-the broker's epoch and `running` state) and takes no lock, because it is not a metadata change and must stay
-cheap; the controller re-checks the heartbeat under the lock before fencing.
+old `registration_epoch` (a zombie) are refused with STALE_BROKER_EPOCH and change nothing. The heartbeat and
+the connection-loss record are the exceptions that prove the rule: each is a single conditional UPDATE (on
+the broker's epoch and live state) taking no lock, because neither is a metadata change and both must stay
+cheap; the controller re-checks them under the lock before fencing.
 """
 
 from datetime import datetime
@@ -20,7 +21,8 @@ from controlplane.topics.models import Partition
 from . import metadata
 from .models import Broker, BrokerState, ControllerState
 
-__all__ = ("PRODUCER_ID_BLOCK_SIZE", "allocate_producer_ids", "alter_partition", "heartbeat", "register_broker")
+__all__ = ("PRODUCER_ID_BLOCK_SIZE", "allocate_producer_ids", "alter_partition", "connection_lost", "heartbeat",
+           "register_broker")
 
 # Kafka's ProducerIdManager hands out blocks of 1000 ids.
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -62,7 +64,7 @@ def register_broker(broker_id: int, listeners: str, rack: str | None, log_dirs: 
         epoch = (existing.registration_epoch if existing else 0) + 1
         Broker.objects.update_or_create(broker_id=broker_id, defaults={
             "listeners": listeners, "rack": rack or "", "log_dirs": log_dirs, "state": BrokerState.RUNNING,
-            "registration_epoch": epoch, "last_heartbeat": now,
+            "registration_epoch": epoch, "last_heartbeat": now, "connection_lost_at": None,
         })
         election.elect_offline_partitions(election.live_broker_ids())
         version = metadata.bump(state)
@@ -95,6 +97,17 @@ def heartbeat(broker_id: int, registration_epoch: int, shutting_down: bool = Fal
                 metadata.bump(state)
     broker_state = Broker.objects.filter(broker_id=broker_id).values_list("state", flat=True).first()
     return {"state": broker_state, "metadata_version": metadata.current_version()}
+
+
+def connection_lost(broker_id: int, registration_epoch: int, now: datetime | None = None) -> bool:
+    """Record that this registration's metadata long poll was closed from the broker's side (EOF or reset
+    while the web process held it). A broker closes it only when stopping or when its own request timeout
+    passed, while the kernel closes every socket of a process that died, so this is evidence of death the
+    controller acts on unless a heartbeat follows. False if the registration is not live (nothing recorded).
+    """
+    live = Broker.objects.filter(broker_id=broker_id, registration_epoch=registration_epoch,
+                                 state__in=(BrokerState.RUNNING, BrokerState.SHUTTING_DOWN))
+    return live.update(connection_lost_at=now or timezone.now()) > 0
 
 
 def alter_partition(broker_id: int, registration_epoch: int, topic: str, partition: int, leader_epoch: int,

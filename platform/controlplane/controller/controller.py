@@ -4,8 +4,12 @@
 
 1. hold the lease: take it over when it expired (controller_epoch += 1) or renew it once a third of it has
    passed; a controller that cannot renew stops acting until it holds the lease again;
-2. fence brokers whose last heartbeat is older than the session timeout, moving their leaderships to the
-   next in-sync replica and dropping them from ISRs (`election.on_broker_gone`);
+2. fence dead brokers, moving their leaderships to the next in-sync replica and dropping them from ISRs
+   (`election.on_broker_gone`): a broker whose metadata long poll was closed from its side (its process
+   died: `Broker.connection_lost_at`) and which then missed a heartbeat, or whose last heartbeat is older
+   than the session timeout. Sessions only run while the controller watches heartbeats arrive: if no
+   broker's heartbeat gets through (the web process or the database is down), nobody is fenced, and once
+   heartbeats resume every broker gets a full session again;
 3. elect leaders for partitions without one when the metadata changed (a broker came back, …);
 4. with auto leader rebalance, every check interval, move leadership back to preferred replicas of brokers
    whose imbalance exceeds the threshold.
@@ -25,7 +29,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Q
+from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from controlplane.cluster import metadata
@@ -46,6 +50,7 @@ class NotControllerError(Exception):
 class Controller:
     def __init__(self, identity: str | None = None, clock: Callable[[], datetime] = timezone.now, *,
                  lease_ms: int | None = None, session_timeout_ms: int | None = None,
+                 heartbeat_interval_ms: int | None = None,
                  auto_rebalance: bool | None = None, imbalance_check_interval_s: int | None = None,
                  imbalance_percent: int | None = None):
         self.identity = identity or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -55,13 +60,20 @@ class Controller:
 
         self.lease = timedelta(milliseconds=given_or(lease_ms, "STROM_CONTROLLER_LEASE_MS"))
         self.session_timeout = timedelta(milliseconds=given_or(session_timeout_ms, "STROM_BROKER_SESSION_TIMEOUT_MS"))
+        self.heartbeat_interval = timedelta(milliseconds=given_or(heartbeat_interval_ms,
+                                                                  "STROM_BROKER_HEARTBEAT_INTERVAL_MS"))
+        # The heartbeat path counts as down once no broker's heartbeat arrived for two intervals (a whole
+        # round missed), always well inside one session so that an outage is noticed before anyone expires.
+        self.path_silence = min(2 * self.heartbeat_interval, self.session_timeout / 2)
         self.auto_rebalance = given_or(auto_rebalance, "STROM_AUTO_LEADER_REBALANCE_ENABLE")
         self.imbalance_check_interval = timedelta(seconds=given_or(
             imbalance_check_interval_s, "STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS"))
         self.imbalance_percent = given_or(imbalance_percent, "STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE")
         self.epoch: int | None = None  # controller epoch while holding the lease
         self.lease_expires_at: datetime | None = None
-        self.took_over_at: datetime | None = None
+        self.watching_since: datetime | None = None
+        """Start of the current stretch in which this controller saw heartbeats arrive without a gap."""
+        self._last_watch: datetime | None = None
         self.next_rebalance_at: datetime | None = None
         self._elected_at_version = -1
 
@@ -97,7 +109,7 @@ class Controller:
             if not taken:
                 return False
         self.epoch = state.controller_epoch + 1
-        self.took_over_at = now
+        self.watching_since = self._last_watch = None  # a new controller watches every session from the start
         self.lease_expires_at = now + self.lease
         self.next_rebalance_at = now + self.imbalance_check_interval
         self._elected_at_version = -1
@@ -129,30 +141,64 @@ class Controller:
     # Actions
     #
 
-    def fence_expired_brokers(self) -> list[int]:
-        """Fence running (or shutting-down) brokers whose session expired; returns their ids."""
+    def watch_heartbeats(self) -> datetime | None:
+        """Since when heartbeats have been seen arriving without a gap; None while the path is silent.
+
+        The heartbeat path (brokers → web process → database) is alive while the newest heartbeat of any
+        broker is younger than `path_silence`. A gap longer than that between two of our own looks (a
+        paused controller, a takeover) also restarts the stretch: we only count what we watched.
+        """
         now = self.clock()
-        if self.took_over_at is not None and now - self.took_over_at < self.session_timeout:
-            return []  # brokers get a full session after a takeover: we may have missed their heartbeats' clock
+        newest = Broker.objects.aggregate(newest=Max("last_heartbeat"))["newest"]
+        continuous = self._last_watch is not None and now - self._last_watch < self.path_silence
+        self._last_watch = now
+        if newest is None or now - newest >= self.path_silence:
+            if self.watching_since is not None:
+                log.warning("no broker heartbeat for %s: the heartbeat path is down; nobody is fenced until "
+                            "heartbeats arrive again", now - newest if newest else self.path_silence)
+            self.watching_since = None
+        elif self.watching_since is None or not continuous:
+            self.watching_since = now
+        return self.watching_since
+
+    def fence_expired_brokers(self) -> list[int]:
+        """Fence running (or shutting-down) brokers that died; returns their ids.
+
+        Dead means: the broker's metadata long poll was closed from its side and no heartbeat came within
+        one heartbeat interval after that, or no heartbeat for a session while we watched heartbeats
+        arrive (`watch_heartbeats`). Nothing is fenced while the heartbeat path is silent.
+        """
+        now = self.clock()
+        watching_since = self.watch_heartbeats()
+        if watching_since is None:
+            return []
+        no_heartbeat_since_loss = Q(last_heartbeat__isnull=True) | Q(last_heartbeat__lt=F("connection_lost_at"))
+        dead = Q(connection_lost_at__lte=now - self.heartbeat_interval) & no_heartbeat_since_loss
         cutoff = now - self.session_timeout
-        expired = Q(last_heartbeat__lt=cutoff) | Q(last_heartbeat__isnull=True)
+        if watching_since < cutoff:  # a full session watched: silence is the broker's own
+            dead |= Q(last_heartbeat__lt=cutoff) | Q(last_heartbeat__isnull=True)
         alive_states = (BrokerState.RUNNING, BrokerState.SHUTTING_DOWN)
-        if not Broker.objects.filter(expired, state__in=alive_states).exists():
+        if not Broker.objects.filter(dead, state__in=alive_states).exists():
             return []
         fenced = []
         with transaction.atomic():
             state = self._guard()
-            for broker in Broker.objects.filter(expired, state__in=alive_states):
+            for broker in Broker.objects.filter(dead, state__in=alive_states):
                 # Conditional on what we read: a heartbeat or re-registration that just committed wins.
-                if Broker.objects.filter(expired, pk=broker.pk, state=broker.state,
+                if Broker.objects.filter(dead, pk=broker.pk, state=broker.state,
                                          registration_epoch=broker.registration_epoch).update(state=BrokerState.FENCED):
                     election.on_broker_gone(broker.broker_id, election.live_broker_ids())
-                    fenced.append(broker.broker_id)
+                    fenced.append((broker.broker_id, broker.connection_lost_at, broker.last_heartbeat))
             if fenced:
                 metadata.bump(state)
-        for broker_id in fenced:
-            log.warning("fenced broker %s: no heartbeat for %s", broker_id, self.session_timeout)
-        return fenced
+        for broker_id, lost_at, last_heartbeat in fenced:
+            if lost_at is not None and (last_heartbeat is None or last_heartbeat < lost_at):
+                log.warning("fenced broker %s: its connection closed %s ago and no heartbeat followed", broker_id,
+                            now - lost_at)
+            else:
+                log.warning("fenced broker %s: no heartbeat for %s", broker_id, now - last_heartbeat
+                            if last_heartbeat else self.session_timeout)
+        return [broker_id for broker_id, _, _ in fenced]
 
     def elect_offline_partitions(self) -> bool:
         """Elect leaders for leaderless partitions, once per metadata version (nothing else can help them)."""

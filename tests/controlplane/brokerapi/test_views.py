@@ -1,12 +1,14 @@
 """The internal API, endpoint by endpoint: answers, every error, authentication, the metadata long poll."""
 
 import json
+import socket
 import threading
 import time
 
 import pytest
 from django.conf import settings
 from django.test import Client
+from django.utils import timezone
 
 from controlplane.cluster.models import Broker, BrokerState, ControllerState
 from controlplane.topics.models import Partition, Topic
@@ -195,6 +197,48 @@ def test_metadata_long_poll_wakes_promptly_on_a_change():
     assert answered["image"]["metadata_version"] >= target
     assert [b["broker_id"] for b in answered["image"]["brokers"]] == [5]
     assert answered["at"] - changed_at < 1.0  # polled every 20 ms; generous for slow CI machines
+
+
+def long_poll_from_broker(client, broker_id, epoch, peer, wait_ms):
+    """The broker's long poll, served as gunicorn would (its client socket in the environ)."""
+    response = client.get(f"{API}/metadata?min_version={version() + 1}&wait_ms={wait_ms}&broker_id={broker_id}"
+                          f"&registration_epoch={epoch}", **{"gunicorn.socket": peer})
+    return response.status_code, (response.json() if response.content else None)
+
+
+def test_broker_hanging_up_its_long_poll_is_recorded_as_connection_loss(client, three_brokers):
+    server_end, broker_end = socket.socketpair()
+    with server_end:
+        broker_end.close()  # the broker process died: the kernel closed its end
+        started = time.monotonic()
+        status, body = long_poll_from_broker(client, 1, three_brokers[1], server_end, wait_ms=20_000)
+    assert (status, body) == (204, None)
+    assert time.monotonic() - started < 5  # noticed at once, not after the poll's 20 s
+    lost = dict(Broker.objects.values_list("broker_id", "connection_lost_at"))
+    assert lost[1] is not None and lost[2] is None and lost[3] is None
+
+
+def test_open_long_poll_is_answered_and_records_nothing(client, three_brokers):
+    server_end, broker_end = socket.socketpair()
+    with server_end, broker_end:
+        status, image = long_poll_from_broker(client, 1, three_brokers[1], server_end, wait_ms=200)
+    assert status == 200 and image["metadata_version"] == version()
+    assert not Broker.objects.filter(connection_lost_at__isnull=False).exists()
+
+
+def test_hang_up_of_an_old_registration_records_nothing(client, three_brokers):
+    register(client, 1)  # a new incarnation: epoch 2
+    server_end, broker_end = socket.socketpair()
+    with server_end:
+        broker_end.close()
+        long_poll_from_broker(client, 1, 1, server_end, wait_ms=20_000)
+    assert not Broker.objects.filter(connection_lost_at__isnull=False).exists()
+
+
+def test_registering_again_clears_the_connection_loss(client, three_brokers):
+    Broker.objects.filter(broker_id=1).update(connection_lost_at=timezone.now())
+    register(client, 1)
+    assert Broker.objects.get(broker_id=1).connection_lost_at is None
 
 
 #

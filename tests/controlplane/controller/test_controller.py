@@ -15,7 +15,9 @@ from controlplane.topics.models import Partition, Topic
 from controlplane.topics.services import alter_configs, create_topic
 
 SESSION_MS = 2000
+HEARTBEAT_MS = 250
 LEASE_MS = 3000
+TICK_MS = 100
 
 
 class ManualClock:
@@ -35,7 +37,8 @@ def clock():
 
 
 def make_controller(clock, name="a", **kwargs):
-    return Controller(name, clock, lease_ms=LEASE_MS, session_timeout_ms=SESSION_MS, auto_rebalance=False, **kwargs)
+    return Controller(name, clock, lease_ms=LEASE_MS, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS,
+                      auto_rebalance=False, **kwargs)
 
 
 @pytest.fixture
@@ -51,6 +54,18 @@ def heartbeat_all(clock, epochs, but=()):
     for broker_id, epoch in epochs.items():
         if broker_id not in but:
             services.heartbeat(broker_id, epoch, now=clock())
+
+
+def run(controller, clock, epochs, ms, but=()):
+    """`ms` of normal operation: every TICK_MS every broker but `but` heartbeats and the controller ticks."""
+    for _ in range(ms // TICK_MS):
+        clock.advance(TICK_MS)
+        heartbeat_all(clock, epochs, but)
+        controller.tick()
+
+
+def states():
+    return dict(Broker.objects.values_list("broker_id", "state"))
 
 
 def partitions():
@@ -93,7 +108,9 @@ def test_stale_controller_changes_nothing(brokers, clock):
     assert a.maybe_hold_lease()
     clock.advance(LEASE_MS + 1)
     assert b.maybe_hold_lease()
-    clock.advance(SESSION_MS + 1)  # every broker's session expired; b has not acted yet
+    services.connection_lost(1, brokers[1], now=clock())  # broker 1 died; b has not acted yet
+    clock.advance(HEARTBEAT_MS)
+    heartbeat_all(clock, brokers, but=(1,))
     before = (version(), list(Broker.objects.values_list("state", flat=True)),
               list(Partition.objects.values_list("leader", "isr", "leader_epoch", "partition_epoch")))
     for action in (a.fence_expired_brokers, a.rebalance_leaders):
@@ -111,12 +128,15 @@ def test_stale_controller_changes_nothing(brokers, clock):
 def test_controller_whose_lease_expired_does_not_act_until_it_renews(brokers, clock):
     a = make_controller(clock)
     assert a.maybe_hold_lease()
-    clock.advance(LEASE_MS + SESSION_MS)
+    clock.advance(TICK_MS)
+    services.connection_lost(1, brokers[1], now=clock())
+    clock.advance(LEASE_MS)
+    heartbeat_all(clock, brokers, but=(1,))
     with pytest.raises(NotControllerError):
         a.fence_expired_brokers()
     assert Broker.objects.filter(state=BrokerState.RUNNING).count() == 3
     a.tick()  # renews (nobody took over), then acts
-    assert Broker.objects.filter(state=BrokerState.FENCED).count() == 3
+    assert states() == {1: BrokerState.FENCED, 2: BrokerState.RUNNING, 3: BrokerState.RUNNING}
 
 
 #
@@ -136,15 +156,14 @@ def test_heartbeating_brokers_are_never_fenced(brokers, clock):
 def test_dead_leader_is_fenced_after_the_session_timeout_and_the_next_isr_member_leads(brokers, clock):
     controller = make_controller(clock)
     controller.tick()
-    clock.advance(SESSION_MS)  # the takeover grace (one session) passes with heartbeats
-    heartbeat_all(clock, brokers)
+    run(controller, clock, brokers, SESSION_MS)
     before = version()
-    for _ in range(SESSION_MS // 100):
-        clock.advance(100)
+    for _ in range(SESSION_MS // TICK_MS):
+        clock.advance(TICK_MS)
         heartbeat_all(clock, brokers, but=(1,))
         controller.tick()
         assert Broker.objects.get(broker_id=1).state == BrokerState.RUNNING
-    clock.advance(100)
+    clock.advance(TICK_MS)
     heartbeat_all(clock, brokers, but=(1,))
     controller.tick()
     assert Broker.objects.get(broker_id=1).state == BrokerState.FENCED
@@ -160,9 +179,7 @@ def test_last_isr_member_dying_leaves_the_partition_offline_until_it_returns(bro
     Partition.objects.filter(topic__name="solo").update(isr=[1])
     controller = make_controller(clock)
     controller.tick()
-    clock.advance(SESSION_MS + 1)
-    heartbeat_all(clock, brokers, but=(1,))
-    controller.tick()
+    run(controller, clock, brokers, SESSION_MS + TICK_MS, but=(1,))
     solo = Partition.objects.get(topic__name="solo")
     assert (solo.leader, solo.isr, solo.leader_epoch) == (-1, [1], 1)
     # broker 1 comes back: it registers again and leads the partitions whose ISR holds it
@@ -177,9 +194,7 @@ def test_unclean_topic_elects_an_out_of_sync_replica(brokers, clock):
     Partition.objects.filter(topic__name="lossy").update(isr=[1])
     controller = make_controller(clock)
     controller.tick()
-    clock.advance(SESSION_MS + 1)
-    heartbeat_all(clock, brokers, but=(1,))
-    controller.tick()
+    run(controller, clock, brokers, SESSION_MS + TICK_MS, but=(1,))
     lossy = Partition.objects.get(topic__name="lossy")
     assert (lossy.leader, lossy.isr) == (2, [2])
 
@@ -219,14 +234,73 @@ def test_zombie_broker_changes_nothing(brokers, clock):
 
 
 def test_new_controller_gives_brokers_a_full_session(brokers, clock):
-    clock.advance(10 * SESSION_MS)  # no heartbeats were recorded for a long time (e.g. the web process was down)
+    clock.advance(10 * SESSION_MS)
+    heartbeat_all(clock, brokers, but=(1,))  # broker 1 has been silent for long: nobody watched it
     controller = make_controller(clock)
     controller.tick()
     assert Broker.objects.filter(state=BrokerState.RUNNING).count() == 3
-    heartbeat_all(clock, brokers)
-    clock.advance(SESSION_MS + 1)
+    run(controller, clock, brokers, SESSION_MS, but=(1,))
+    assert Broker.objects.filter(state=BrokerState.RUNNING).count() == 3
+    run(controller, clock, brokers, TICK_MS, but=(1,))
+    assert states() == {1: BrokerState.FENCED, 2: BrokerState.RUNNING, 3: BrokerState.RUNNING}
+
+
+def test_heartbeat_path_down_longer_than_the_session_fences_nobody(brokers, clock):
+    """The web process (which serves heartbeats) is down for ten sessions, then back: no broker is fenced,
+    no leader moves, and a broker that does not come back is fenced a full session after the others did."""
+    controller = make_controller(clock)
     controller.tick()
-    assert Broker.objects.filter(state=BrokerState.FENCED).count() == 3
+    run(controller, clock, brokers, SESSION_MS)
+    before = list(Partition.objects.values_list("leader", "isr", "leader_epoch", "partition_epoch"))
+    run(controller, clock, brokers, 10 * SESSION_MS, but=(1, 2, 3))  # no heartbeat gets through
+    assert controller.watching_since is None
+    assert Broker.objects.filter(state=BrokerState.RUNNING).count() == 3
+    run(controller, clock, brokers, TICK_MS, but=(2, 3))  # back: broker 1's heartbeat arrives first
+    run(controller, clock, brokers, TICK_MS, but=(3,))  # broker 3 never comes back
+    run(controller, clock, brokers, SESSION_MS - 2 * TICK_MS, but=(3,))
+    assert Broker.objects.filter(state=BrokerState.RUNNING).count() == 3
+    assert list(Partition.objects.values_list("leader", "isr", "leader_epoch", "partition_epoch")) == before
+    run(controller, clock, brokers, 2 * TICK_MS, but=(3,))
+    assert states() == {1: BrokerState.RUNNING, 2: BrokerState.RUNNING, 3: BrokerState.FENCED}
+
+
+def test_a_paused_controller_counts_no_silence_it_did_not_watch(brokers, clock):
+    controller = make_controller(clock)
+    controller.tick()
+    run(controller, clock, brokers, SESSION_MS)
+    clock.advance(3 * SESSION_MS)  # the controller did not run; meanwhile only broker 1 heartbeated
+    services.heartbeat(1, brokers[1], now=clock())
+    controller.tick()
+    assert Broker.objects.filter(state=BrokerState.RUNNING).count() == 3
+
+
+def test_broker_whose_connection_closed_and_missed_a_heartbeat_is_fenced_at_once(brokers, clock):
+    controller = make_controller(clock)
+    controller.tick()
+    run(controller, clock, brokers, SESSION_MS)
+    clock.advance(10)
+    services.connection_lost(1, brokers[1], now=clock())  # the web process saw broker 1's long poll close
+    run(controller, clock, brokers, HEARTBEAT_MS - TICK_MS // 2, but=(1,))
+    assert Broker.objects.get(broker_id=1).state == BrokerState.RUNNING  # its next heartbeat may still come
+    run(controller, clock, brokers, TICK_MS, but=(1,))
+    assert states() == {1: BrokerState.FENCED, 2: BrokerState.RUNNING, 3: BrokerState.RUNNING}
+    assert partitions()[0].leader == 2
+
+
+def test_closed_connection_followed_by_a_heartbeat_fences_nobody(brokers, clock):
+    """A live broker whose long poll timed out keeps heartbeating: the closed connection is not held against it."""
+    controller = make_controller(clock)
+    controller.tick()
+    run(controller, clock, brokers, SESSION_MS)
+    services.connection_lost(1, brokers[1], now=clock())
+    run(controller, clock, brokers, 10 * SESSION_MS)
+    assert Broker.objects.filter(state=BrokerState.RUNNING).count() == 3
+
+
+def test_connection_loss_of_an_old_registration_is_not_recorded(brokers, clock):
+    services.register_broker(1, "PLAINTEXT://127.0.0.1:9091", None, [], now=clock())
+    assert not services.connection_lost(1, brokers[1], now=clock())
+    assert Broker.objects.get(broker_id=1).connection_lost_at is None
 
 
 #

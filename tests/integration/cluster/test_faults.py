@@ -20,11 +20,16 @@ from tests.support.cluster import Cluster
 from tests.support.polling import wait_until
 
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}
+LEADER_KILLS = 5
 FAILOVER_TARGET_S = 3.0
-"""Issue 5's target for the cluster's part: kill → a new leader serving (session timeout 2 s + election)."""
+"""Issue 5's target, kill → next acknowledgement with Strom's and librdkafka's default settings. Printed,
+not asserted: the test asserts the looser bounds below so that a noisy 2-core CI machine does not fail it."""
+ELECTION_BOUND_S = 3.0
+"""Kill → the new leader in the metadata. A killed broker's closed connection is noticed within about
+0.4 s; this bound still holds if that evidence is missed and the 2 s session timeout has to expire."""
 FAILOVER_BOUND_S = 6.0
-"""Kill → next acknowledgement also includes the client noticing (librdkafka's metadata refresh, set to
-500 ms here); asserted loosely so a noisy 2-core CI machine does not fail it, and printed."""
+"""Kill → next acknowledgement, which adds the client noticing the change (librdkafka re-queries the
+metadata of partitions whose leader is down once a second)."""
 
 
 def high_watermark(cluster: Cluster, topic: str) -> int:
@@ -62,9 +67,12 @@ def _identical(cluster: Cluster, topic: str, hw: int) -> bool:
         return False
 
 
-def report(what: str, failovers: list[float]) -> None:
-    print(f"\n{what}: failover (kill -> next acknowledged record) " +
-          ", ".join(f"{f:.2f}s" for f in failovers) + f"; median {statistics.median(failovers):.2f}s")
+def report(what: str, failovers: list[float], elections: list[float] | None = None) -> None:
+    line = (f"\n{what}: failover (kill -> next acknowledged record) " + ", ".join(f"{f:.2f}s" for f in failovers)
+            + f"; median {statistics.median(failovers):.2f}s (target {FAILOVER_TARGET_S:.0f}s, client defaults)")
+    if elections:
+        line += f"; kill -> new leader median {statistics.median(elections):.2f}s"
+    print(line)
 
 
 @pytest.mark.slow
@@ -73,7 +81,7 @@ def test_leader_killed_repeatedly(cluster, topic_name):
     cluster.wait_for_isr(topic_name, 3)
     producer = AckingProducer(cluster.bootstrap, topic_name).start()
     failovers, elections = [], []
-    for _ in range(3):
+    for _ in range(LEADER_KILLS):
         wait_for_progress(producer)
         leader = cluster.leader(topic_name)
         killed_at = time.monotonic()
@@ -92,8 +100,8 @@ def test_leader_killed_repeatedly(cluster, topic_name):
         cluster.wait_for_isr(topic_name, 3)
     wait_for_progress(producer)
     finish_and_audit(cluster, producer, topic_name)
-    report("leader SIGKILL", failovers)
-    assert statistics.median(elections) <= FAILOVER_TARGET_S
+    report("leader SIGKILL", failovers, elections)
+    assert statistics.median(elections) <= ELECTION_BOUND_S
     assert statistics.median(failovers) <= FAILOVER_BOUND_S
 
 

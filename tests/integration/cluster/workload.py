@@ -44,10 +44,10 @@ class AckingProducer:
         return self
 
     def _run(self) -> None:
+        # librdkafka's defaults for everything that decides how fast a leader change is noticed (metadata
+        # refresh, retry and reconnect backoffs); the message timeout only bounds a stuck test.
         producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
-                             "linger.ms": 2, "message.timeout.ms": 120_000, "topic.metadata.refresh.interval.ms": 500,
-                             "retry.backoff.ms": 50, "retry.backoff.max.ms": 200, "reconnect.backoff.ms": 50,
-                             "reconnect.backoff.max.ms": 200})
+                             "message.timeout.ms": 120_000})
 
         def delivered(err, message) -> None:
             if err is not None:

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.broker import REPO_ROOT
 from tests.support.polling import wait_until
@@ -180,3 +181,8 @@ def produce(bootstrap: str, topic: str, partitions: int, count: int) -> list[tup
     assert producer.flush(30) == 0
     assert len(acked) == count
     return acked
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int = 1) -> None:
+    client = AdminClient({"bootstrap.servers": bootstrap})  # must outlive its futures
+    client.create_topics([NewTopic(name, partitions, replication_factor)])[name].result(30)

@@ -7,20 +7,14 @@ import time
 from collections import Counter
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.groups.group_consumers import ConsumerGroup, ProducerThread, produce
+from tests.integration.groups.group_consumers import ConsumerGroup, ProducerThread, create_topic, produce
 from tests.support.polling import wait_until
 
 PARTITIONS = 6
 MEMBERS = 3
 SESSION_MS = 6_000
 RECORDS = 600
-
-
-def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS) -> None:
-    client = AdminClient({"bootstrap.servers": bootstrap})  # must outlive its futures
-    client.create_topics([NewTopic(name, partitions, 1)])[name].result(20)
 
 
 @pytest.mark.parametrize(("client", "assignor"), [
@@ -36,7 +30,7 @@ def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS) -> Non
 ])
 def test_three_members_split_six_partitions_and_consume_each_record_once(broker, topic_name, tmp_path, client,
                                                                          assignor):
-    create_topic(broker.bootstrap, topic_name)
+    create_topic(broker.bootstrap, topic_name, PARTITIONS)
     with ConsumerGroup(client, broker.bootstrap, f"g-{topic_name}", topic_name, assignor, SESSION_MS, MEMBERS,
                        tmp_path) as group:
         assignment = group.wait_for_full_assignment(PARTITIONS)
@@ -52,7 +46,7 @@ def test_three_members_split_six_partitions_and_consume_each_record_once(broker,
 
 @pytest.mark.slow
 def test_killed_member_partitions_move_to_the_survivors_within_the_session_timeout(broker, topic_name, tmp_path):
-    create_topic(broker.bootstrap, topic_name)
+    create_topic(broker.bootstrap, topic_name, PARTITIONS)
     producer = ProducerThread(broker.bootstrap, topic_name, PARTITIONS).start()
     try:
         with ConsumerGroup("confluent-kafka", broker.bootstrap, f"g-{topic_name}", topic_name, "range", SESSION_MS,

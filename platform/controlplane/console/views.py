@@ -1,10 +1,13 @@
-"""Server-rendered console pages; all require login. They only read the metadata store."""
+"""Server-rendered console pages; all require login. They read the metadata store, and the consumer-group pages
+read the cluster through `controlplane.groups.services` (an unreachable cluster is shown, never hidden)."""
 
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.db.models import Count
 from django.views.generic import ListView, TemplateView
 
 from controlplane.cluster.models import Broker, ControllerState
+from controlplane.core.errors import KafkaApiError
+from controlplane.groups.services import GroupService
 from controlplane.health.models import ClusterHealthSnapshot
 from controlplane.health.snapshot import partition_problems, running_broker_ids
 from controlplane.topics.models import Topic
@@ -49,6 +52,33 @@ class TopicListView(LoginRequiredMixin, ListView):
         if query := self.request.GET.get("q", "").strip():
             queryset = queryset.filter(name__icontains=query)
         return queryset
+
+
+class GroupListView(LoginRequiredMixin, TemplateView):
+    template_name = "console/groups.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        try:
+            groups = GroupService.connected().list_groups()
+        except KafkaApiError as e:
+            return {**context, "error": e}
+        if query := self.request.GET.get("q", "").strip():
+            groups = [g for g in groups if query.lower() in g.group_id.lower()]
+        return {**context, "groups": groups}
+
+
+class GroupDetailView(LoginRequiredMixin, TemplateView):
+    """One group: state, members and lag per partition, as `kafka-consumer-groups --describe` shows them."""
+
+    template_name = "console/group_detail.html"
+
+    def get(self, request, group_id: str):
+        try:
+            group = GroupService.connected().describe_group(group_id)
+        except KafkaApiError as e:
+            return self.render_to_response(self.get_context_data(group_id=group_id, error=e), status=e.status)
+        return self.render_to_response(self.get_context_data(group_id=group_id, group=group))
 
 
 class UnavailableSectionView(LoginRequiredMixin, TemplateView):

@@ -1,6 +1,8 @@
 """A fake of the Kafka-client layer (`controlplane.groups.kafka_client.KafkaGroupAdmin`): an in-memory cluster
-with logs (log start, record timestamps), groups and committed offsets, answering as a Kafka cluster would."""
+with logs (log start, record timestamps), groups and committed offsets, answering as a Kafka cluster would.
+And, for the tests against the real thing, a standalone broker per module and fresh topic/group names."""
 
+import uuid
 from dataclasses import dataclass, field
 
 import pytest
@@ -9,6 +11,8 @@ from controlplane.core.errors import KafkaApiError
 from controlplane.groups import kafka_client
 from controlplane.groups.kafka_client import EARLIEST, LATEST, GroupDescription, GroupListing, Member, TopicPartition
 from controlplane.groups.services import GroupService
+from tests.controlplane.groups.real_cluster import BROKER_OVERRIDES
+from tests.support.broker import standalone_broker
 
 NOW_MS = 1_700_000_000_000
 
@@ -107,3 +111,17 @@ def connected_to_fake(fake_admin, monkeypatch) -> FakeGroupAdmin:
     """Views, commands and console pages connect to the fake cluster."""
     monkeypatch.setattr(kafka_client, "connect", lambda: fake_admin)
     return fake_admin
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """A real `python -m brokerd --standalone` with its group coordinator."""
+    with standalone_broker(tmp_path_factory.mktemp("broker"), BROKER_OVERRIDES) as running:
+        yield running
+
+
+@pytest.fixture
+def names(request) -> tuple[str, str]:
+    """A fresh (topic, group) per test."""
+    suffix = uuid.uuid4().hex[:8]
+    return f"{request.node.name[:30]}-{suffix}", f"group-{suffix}"

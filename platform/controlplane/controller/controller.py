@@ -158,6 +158,8 @@ class Controller:
                             "heartbeats arrive again", now - newest if newest else self.path_silence)
             self.watching_since = None
         elif self.watching_since is None or not continuous:
+            if self.watching_since is None and continuous:
+                log.warning("broker heartbeats arrive again; every broker gets a full session")
             self.watching_since = now
         return self.watching_since
 

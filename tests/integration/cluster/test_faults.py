@@ -21,6 +21,8 @@ from tests.support.polling import wait_until
 
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}
 LEADER_KILLS = 5
+SESSION_TIMEOUT_S = 2.0
+"""Strom's default `broker.session.timeout.ms`."""
 FAILOVER_TARGET_S = 3.0
 """Issue 5's target, kill → next acknowledgement with Strom's and librdkafka's default settings. Printed,
 not asserted: the test asserts the looser bounds below so that a noisy 2-core CI machine does not fail it."""
@@ -145,3 +147,31 @@ def test_controller_and_web_killed(cluster, topic_name):
     plane.wait_for_controller(min_epoch=2)
     wait_for_progress(producer)
     finish_and_audit(cluster, producer, topic_name)
+
+
+@pytest.mark.slow
+def test_web_process_down_longer_than_the_session_fences_nobody(cluster, topic_name):
+    """Brokers heartbeat through the web process: while it is down (and the controller up) no heartbeat
+    arrives, yet no broker is fenced and no leader or ISR changes, during the outage or after it."""
+    cluster.create_topic(topic_name, 1, 3, TOPIC_CONFIGS)
+    cluster.wait_for_isr(topic_name, 3)
+    plane = cluster.plane
+    producer = AckingProducer(cluster.bootstrap, topic_name).start()
+    wait_for_progress(producer)
+    before = plane.metadata()
+    partition_before = cluster.partition_state(topic_name, 0)
+    plane.kill_web()
+    outage_ends = time.monotonic() + 3 * SESSION_TIMEOUT_S
+    wait_for_progress(producer)  # the brokers serve with the metadata they have
+    wait_until(lambda: time.monotonic() >= outage_ends, 4 * SESSION_TIMEOUT_S, message="the outage to last")
+    plane.start_web()
+    settled = time.monotonic() + 2 * SESSION_TIMEOUT_S  # a fencing after the return would happen by now
+    wait_until(lambda: time.monotonic() >= settled, 3 * SESSION_TIMEOUT_S, interval_s=0.2,
+               message="a session after the return")
+    after = plane.metadata()
+    assert [(b["broker_id"], b["state"], b["registration_epoch"]) for b in after["brokers"]] == [
+        (b["broker_id"], "running", b["registration_epoch"]) for b in before["brokers"]]
+    assert cluster.partition_state(topic_name, 0) == partition_before  # (a fenced broker registers anew)
+    wait_for_progress(producer)
+    finish_and_audit(cluster, producer, topic_name)
+

@@ -10,8 +10,8 @@ with Kafka's defaults (50 partitions, replication factor 3).
 import time
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
-from confluent_kafka.admin import AdminClient
+from kafka.admin import KafkaAdminClient
+from kafka.errors import KafkaError
 
 from brokerd.groups.schemas import partition_for
 from kafkaspec.topic_names import CONSUMER_OFFSETS_TOPIC
@@ -33,13 +33,21 @@ def cluster(tmp_path_factory):
         yield running
 
 
-def committed(admin: AdminClient, group: str) -> dict[int, int] | None:
-    """The group's committed offsets (partition → offset) as its coordinator answers, None on an error."""
+def committed(cluster: Cluster, group: str) -> dict[int, int] | None:
+    """The group's committed offsets (partition → offset) as its coordinator answers, None on an error.
+    A fresh kafka-python admin client per call: it caches a group's coordinator for its lifetime. (Not
+    confluent-kafka's: librdkafka 2.16's AdminClient can abort the process on an assertion when its
+    coordinator requests fail against a dead broker.)"""
     try:
-        future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=5)[group]
-        return {tp.partition: tp.offset for tp in future.result(10).topic_partitions if tp.error is None}
-    except KafkaException:
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=5000)
+    except KafkaError:
         return None
+    try:
+        return {tp.partition: meta.offset for tp, meta in admin.list_group_offsets(group)[group].items()}
+    except KafkaError:
+        return None
+    finally:
+        admin.close()
 
 
 def coordinator_of(cluster: Cluster, group: str) -> int:
@@ -56,21 +64,20 @@ def create_replicated_topic(cluster: Cluster, name: str, partitions: int) -> Non
 def test_coordinator_killed_mid_consumption_group_resumes_from_committed_offsets(cluster, topic_name, tmp_path):
     create_replicated_topic(cluster, topic_name, PARTITIONS)
     group = f"g-{topic_name}"
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     producer = ProducerThread(cluster.bootstrap, topic_name, PARTITIONS).start()
     coordinator = None
     try:
         with ConsumerGroup("confluent-kafka", cluster.bootstrap, group, topic_name, "range", SESSION_MS, 3,
                            tmp_path) as consumers:
             consumers.wait_for_full_assignment(PARTITIONS, timeout_s=90)
-            before = wait_until(lambda: (lambda c: c if c and len(c) == PARTITIONS else None)(committed(admin, group)),
-                                60, message="every partition committed")
+            before = wait_until(lambda: (lambda c: c if c and len(c) == PARTITIONS else None)(
+                committed(cluster, group)), 60, message="every partition committed")
             coordinator = coordinator_of(cluster, group)
             killed_at = time.monotonic()
             cluster.kill(coordinator)
 
             def resumed() -> dict[int, int] | None:
-                now = committed(admin, group)
+                now = committed(cluster, group)
                 return now if now and all(now.get(p, -1) > before[p] for p in before) else None
 
             after = wait_until(resumed, 60, interval_s=0.05, message="commits to resume on a new coordinator")
@@ -89,7 +96,7 @@ def test_coordinator_killed_mid_consumption_group_resumes_from_committed_offsets
             wait_until(lambda: acked <= {(r.partition, r.offset) for r in consumers.received()}, 60,
                        message="every acknowledged record consumed")
             ends = {p: max(o for q, o in acked if q == p) + 1 for p in range(PARTITIONS)}
-            final = wait_until(lambda: (lambda c: c if c == ends else None)(committed(admin, group)), 60,
+            final = wait_until(lambda: (lambda c: c if c == ends else None)(committed(cluster, group)), 60,
                                message=f"the group to commit up to the end offsets {ends}")
             assert all(final[p] >= after[p] for p in after)
     finally:
@@ -106,11 +113,10 @@ def test_committed_offsets_survive_a_full_cluster_restart(cluster, topic_name, t
     create_replicated_topic(cluster, topic_name, 3)
     group = f"g-{topic_name}"
     produce(cluster.bootstrap, topic_name, 3, 30)
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     with ConsumerGroup("kafka-python", cluster.bootstrap, group, topic_name, "range", SESSION_MS, 1,
                        tmp_path) as consumers:
         wait_until(lambda: len(consumers.received()) >= 30, 60, message="30 records consumed")
-    before = wait_until(lambda: committed(admin, group), 30, message="the committed offsets")
+    before = wait_until(lambda: committed(cluster, group), 30, message="the committed offsets")
     assert before == {0: 10, 1: 10, 2: 10}
 
     for broker_id in cluster.brokers:
@@ -118,8 +124,7 @@ def test_committed_offsets_survive_a_full_cluster_restart(cluster, topic_name, t
     started = time.monotonic()
     for broker_id in cluster.brokers:
         cluster.start(broker_id)
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    after = wait_until(lambda: committed(admin, group), 90, interval_s=0.1, message="offsets after the restart")
+    after = wait_until(lambda: committed(cluster, group), 90, interval_s=0.1, message="offsets after the restart")
     print(f"\nfull cluster restart: committed offsets readable {time.monotonic() - started:.2f}s after the first "
           f"broker started")
     assert after == before

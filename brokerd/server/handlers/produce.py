@@ -5,7 +5,8 @@ record bodies (compressed or not) are stored as received. acks=-1 (all) first ch
 `min.insync.replicas` (NOT_ENOUGH_REPLICAS, nothing appended), appends, then waits in the replica
 manager's purgatory until the high watermark passes the batch (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the
 ISR shrank below the minimum meanwhile, REQUEST_TIMED_OUT after the request's `timeout`,
-NOT_LEADER_OR_FOLLOWER if leadership moved). With a one-replica ISR that is immediate.
+NOT_LEADER_OR_FOLLOWER if leadership moved). With a one-replica ISR that is immediate. Internal topics
+(`__consumer_offsets`) are written by their coordinators only: clients get INVALID_TOPIC_EXCEPTION, as in Kafka.
 """
 
 import datetime
@@ -24,6 +25,7 @@ from brokerd.replication.replica_manager import PendingAck
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
 from brokerd.server.response import NO_RESPONSE
+from kafkaspec.topic_names import is_internal
 
 _NO_THROTTLE = datetime.timedelta(0)
 _VALID_ACKS = (0, 1, -1)
@@ -46,9 +48,10 @@ async def handle(request: ProduceRequest, context: RequestContext) -> ProduceRes
     pending: list[tuple[list[PartitionProduceResponse], int, PendingAck]] = []
     for topic in request.topic_data:
         results = []
+        internal = is_internal(topic.name)
         for data in topic.partition_data:
-            if refusal is not None:
-                results.append(_error(data.index, refusal))
+            if refusal is not None or internal:
+                results.append(_error(data.index, refusal or ErrorCode.invalid_topic_exception))
                 continue
             if data.records is None:
                 results.append(_error(data.index, ErrorCode.corrupt_message))

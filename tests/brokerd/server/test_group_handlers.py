@@ -24,6 +24,7 @@ from kio.schema.offset_delete.v0.request import (
     OffsetDeleteRequestTopic,
 )
 from kio.schema.offset_fetch.v3.request import OffsetFetchRequest, OffsetFetchRequestTopic
+from kio.schema.produce.v7.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
 from kio.static.primitive import i8, i32, i64
 
@@ -31,8 +32,10 @@ from brokerd.config import build_config
 from brokerd.metadata.image import NewTopic
 from brokerd.protocol.api_versions import SUPPORTED_APIS
 from brokerd.protocol.messages import RequestHeader, message_codec
+from brokerd.records.builder import build_batch
 from brokerd.server.context import BrokerServices, RequestContext
 from brokerd.server.handlers import HANDLERS
+from kafkaspec.topic_names import CONSUMER_OFFSETS_TOPIC
 from tests.brokerd.groups.stack import NODE, group_stack
 
 TOPIC = "orders"
@@ -196,5 +199,17 @@ def test_simple_commits_and_request_level_errors(tmp_path):
                                                           assignments=()))
         assert sync_unknown.error_code == ErrorCode.unknown_member_id
         assert (await client.send(ListGroupsRequest())).groups[0].protocol_type == ""
+
+    scenario(tmp_path, body)
+
+
+def test_clients_cannot_produce_to_the_internal_topic(tmp_path):
+    async def body(client: Client):
+        await coordinator_loaded(client, "g")
+        produced = await client.send(ProduceRequest(transactional_id=None, acks=-1, timeout=ms(1000), topic_data=(
+            TopicProduceData(name=CONSUMER_OFFSETS_TOPIC, partition_data=(PartitionProduceData(
+                index=i32(0), records=build_batch([(b"k", b"v")], 0)),)),)))
+        assert produced.responses[0].partition_responses[0].error_code == ErrorCode.invalid_topic_exception
+        assert client.services.partitions.get(CONSUMER_OFFSETS_TOPIC, 0).log_end_offset == 0
 
     scenario(tmp_path, body)

@@ -158,7 +158,7 @@ class KafkaGroupAdmin:
         """The group's committed offsets (OffsetFetch for all partitions); partitions without one are absent."""
         futures = self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)],
                                                           request_timeout=self.timeout_s)
-        result = self._wait(futures[group_id], f"fetch the offsets of group '{group_id}'")
+        result = self._wait(futures[group_id], f"fetch the offsets of group '{group_id}'", group_id)
         offsets = {}
         for tp in result.topic_partitions:
             if tp.error is not None:
@@ -172,7 +172,7 @@ class KafkaGroupAdmin:
         request = ConsumerGroupTopicPartitions(
             group_id, [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in offsets.items()])
         futures = self._admin.alter_consumer_group_offsets([request], request_timeout=self.timeout_s)
-        result = self._wait(futures[group_id], f"commit offsets for group '{group_id}'")
+        result = self._wait(futures[group_id], f"commit offsets for group '{group_id}'", group_id)
         for tp in result.topic_partitions:
             if tp.error is not None:
                 raise self._error(tp.error, f"commit the offset of {tp.topic}-{tp.partition}", group_id)

@@ -82,9 +82,6 @@ class ResetSpec:
             return now_ms - self.value
         return None
 
-    def __str__(self) -> str:
-        return self.kind.value if self.value is None else f"{self.kind.value} {self.value}"
-
 
 def _integer(kind: ResetKind, value: object) -> int:
     try:

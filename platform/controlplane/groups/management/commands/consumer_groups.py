@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from controlplane.core.errors import KafkaApiError
 from controlplane.groups import kafka_client
 from controlplane.groups.reset import ResetKind, ResetSpec, Scope, parse_spec, parse_topic_arguments
-from controlplane.groups.services import GroupService, ResetPlan
+from controlplane.groups.services import INACTIVE_STATES, GroupService, ResetPlan
 
 _RESET_ONLY = ("all_topics", "topic", "dry_run", "execute", *(k.value.replace("-", "_") for k in ResetKind))
 
@@ -123,7 +123,7 @@ class Command(BaseCommand):
     def _write_plan(self, plan: ResetPlan) -> None:
         for warning in plan.warnings:
             self.stderr.write(f"Warn: {warning}")
-        if not plan.executed and plan.state not in ("Empty", "Dead"):
+        if not plan.executed and plan.state not in INACTIVE_STATES:
             self.stderr.write(f"Note: group '{plan.group_id}' is {plan.state}; --execute is refused until it is "
                               "inactive.")
         headers = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "LOG-END-OFFSET", "LAG-AFTER")

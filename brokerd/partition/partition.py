@@ -18,6 +18,9 @@ new leader's epoch boundary says so.
 
 Invariant (asserted in `_set_high_watermark`, the only place the HW changes):
 log_start_offset <= high_watermark <= log_end_offset; the HW never decreases except by truncation.
+Every change is written through to `log.high_watermark`, which the log manager checkpoints
+(`replication-offset-checkpoint`); a partition over a reopened log starts from it, so a restarted
+replica exposes what it had acknowledged before (never more than its log holds), not nothing.
 
 Concurrency: event loop only; storage calls are synchronous and short. Changes of HW and appends are
 reported to a `PartitionListener` (fetch wake-ups, the delayed-produce purgatory).
@@ -99,7 +102,7 @@ class Partition:
         self.pending_isr: tuple[int, ...] | None = None
         """An ISR this leader proposed and the control plane has not answered yet."""
         self.followers: dict[int, FollowerState] = {}
-        self._high_watermark = log.log_start_offset
+        self._high_watermark = min(max(log.high_watermark, log.log_start_offset), log.log_end_offset)
         self._producers = ProducerStateTable()
         self.rebuild_producer_state()
 
@@ -378,4 +381,5 @@ class Partition:
             f"HW {offset} outside [{self.log_start_offset}, {self.log_end_offset}] of {self.topic}-{self.index}")
         assert allow_decrease or offset >= self._high_watermark, "the high watermark never decreases"
         self._high_watermark = offset
+        self.log.high_watermark = offset
         self._listener.on_high_watermark(self)

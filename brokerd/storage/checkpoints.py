@@ -4,7 +4,7 @@
 leaves either the old or the new file, never a torn one (a stale `.tmp` is ignored and overwritten).
 
 Offset checkpoints (`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
-`cleaner-offset-checkpoint`, one per log dir; Kafka `OffsetCheckpointFile`)::
+`cleaner-offset-checkpoint`, `replication-offset-checkpoint`, one per log dir; Kafka `OffsetCheckpointFile`)::
 
     0                      version
     2                      number of entries

@@ -7,12 +7,14 @@ Glossary (used everywhere in storage):
 - `log_end_offset` (LEO): the offset the next appended record gets.
 - `recovery_point`: every offset below it is fsynced; after an unclean shutdown only the segments from
   the recovery point on are re-validated.
+- `high_watermark`: set by the replication layer (`brokerd.partition`), which owns it; storage only keeps
+  it so that the log manager can checkpoint it, and clamps it into the log when loading.
 - `leader_epoch`: the leader generation that wrote a batch (stored in each batch header and tracked by
   `leader_epoch_cache`).
 
 Invariants: segments are sorted by `base_offset` and do not overlap; only the last one (the active
 segment) is appended to; `first segment base_offset <= log_start_offset <= log_end_offset`;
-`recovery_point <= log_end_offset`.
+`recovery_point <= log_end_offset`; after loading, `log_start_offset <= high_watermark <= log_end_offset`.
 
 Concurrency contract: public methods are called from one thread (the broker's asyncio event loop).
 Appends only write to the page cache (no fsync unless `flush.messages` asks), so they are fast enough to
@@ -86,6 +88,7 @@ class LogState:
     log_start_offset: int = 0
     recovery_point: int = 0
     clean_shutdown: bool = False
+    high_watermark: int = 0
 
 
 def read_bytes(region: FileRegion) -> bytes:
@@ -113,6 +116,8 @@ class Log:
         self.lock = threading.RLock()
         self.log_start_offset = 0
         self.recovery_point = 0
+        self.high_watermark = 0
+        """The replication layer's high watermark, persisted in `replication-offset-checkpoint`."""
         self.closed = False
         self._context = context
         self._segments: list[LogSegment] = []
@@ -193,6 +198,7 @@ class Log:
         leo = self.log_end_offset
         self.log_start_offset = min(max(state.log_start_offset, self._segments[0].base_offset), leo)
         self.recovery_point = leo if state.clean_shutdown else min(state.recovery_point, leo)
+        self.high_watermark = min(max(state.high_watermark, self.log_start_offset), leo)
         self.leader_epoch_cache.truncate_from_end(leo)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
 

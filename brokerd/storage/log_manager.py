@@ -1,7 +1,9 @@
 """`LogManager`: every partition log of this broker across `log.dirs`; the entry point of storage.
 
 Owns log creation, lookup and deletion, the per-directory checkpoints (`recovery-point-offset-checkpoint`,
-`log-start-offset-checkpoint`, `cleaner-offset-checkpoint`; see `checkpoints`), the clean-shutdown
+`log-start-offset-checkpoint`, `cleaner-offset-checkpoint`, and `replication-offset-checkpoint`: the high
+watermarks, so that a restarted replica serves what it had acknowledged at once instead of nothing until
+its followers catch up; see `checkpoints`), the clean-shutdown
 marker `.kafka_cleanshutdown`, the shared bounded `FileHandleCache`, and maintenance: retention,
 `flush.ms`, flushes after a roll, delayed file deletion and compaction (`LogCleaner`).
 
@@ -40,6 +42,7 @@ logger = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
+HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
 DELETE_DIR_SUFFIX = "-delete"
 
 TopicPartition = tuple[str, int]
@@ -93,6 +96,7 @@ class LogManager:
         clean = marker.exists()
         recovery_points = checkpoints.read_offsets(log_dir.path / RECOVERY_POINT_FILE)
         start_offsets = checkpoints.read_offsets(log_dir.path / LOG_START_OFFSET_FILE)
+        high_watermarks = checkpoints.read_offsets(log_dir.path / HIGH_WATERMARK_FILE)
         self.cleaner.load_checkpoint(log_dir.path)
         for child in sorted(log_dir.path.iterdir()):
             if not child.is_dir():
@@ -103,7 +107,7 @@ class LogManager:
             tp = parse_partition_dir(child.name)
             if tp is None:
                 continue
-            state = LogState(start_offsets.get(tp, 0), recovery_points.get(tp, 0), clean)
+            state = LogState(start_offsets.get(tp, 0), recovery_points.get(tp, 0), clean, high_watermarks.get(tp, 0))
             log = Log.open(child, tp[0], tp[1], self._config_for(tp[0]), self._context(log_dir), state)
             with self._lock:
                 self._logs[tp] = log
@@ -242,7 +246,8 @@ class LogManager:
             self.write_checkpoints()
 
     def write_checkpoints(self) -> None:
-        """Recovery points, log start offsets and cleaner offsets of each online dir, atomically."""
+        """Recovery points, log start offsets, high watermarks and cleaner offsets of each online dir,
+        atomically (every maintenance pass and at shutdown)."""
         for log_dir in self.log_dirs:
             if not log_dir.online:
                 continue
@@ -253,6 +258,8 @@ class LogManager:
                                               {tp: log.recovery_point for tp, log in logs})
                     checkpoints.write_offsets(log_dir.path / LOG_START_OFFSET_FILE,
                                               {tp: log.log_start_offset for tp, log in logs})
+                    checkpoints.write_offsets(log_dir.path / HIGH_WATERMARK_FILE,
+                                              {tp: log.high_watermark for tp, log in logs})
                     self.cleaner.write_checkpoint(log_dir.path, [log for _, log in logs])
             except KafkaStorageError:
                 logger.warning("checkpoints of %s not written: the dir is offline", log_dir.path)

@@ -1,17 +1,20 @@
 """`Partition` as leader and follower over a real log: the high watermark is the minimum log end offset over
 the (maximal) ISR and never moves back, consumers never see past it, truncation to a new leader's epoch
-boundary, and the ISR shrink/expand candidates the replica manager proposes."""
+boundary, the ISR shrink/expand candidates the replica manager proposes, and the checkpointed high watermark
+a restarted replica starts from."""
 
 import pytest
 
+from brokerd.clock import ManualClock
 from brokerd.errors import OffsetOutOfRangeError
 from brokerd.partition.errors import NotLeaderOrFollowerError
 from brokerd.partition.partition import (
     FencedLeaderEpochError,
     NotEnoughReplicasError,
+    Partition,
     UnknownLeaderEpochError,
 )
-from brokerd.storage import read_bytes
+from brokerd.storage import LogManager, read_bytes
 from tests.brokerd.partition.conftest import TIMESTAMP_MS, assignment, build_batch
 
 LAG_MS = 30_000
@@ -253,3 +256,39 @@ def test_the_isr_committed_by_the_control_plane_is_adopted_unless_stale(leader):
     assert (leader.isr, leader.partition_epoch) == ((1, 2), 3)
     leader.apply_isr(assignment(1, 5, isr=(1,), partition_epoch=9))  # another leader epoch: make_leader's job
     assert leader.isr == (1, 2)
+
+
+#
+# The high-watermark checkpoint
+#
+
+def test_a_restarted_replica_starts_from_its_checkpointed_high_watermark(tmp_path, listener):
+    """Without the checkpoint a restarted leader would serve nothing until every ISR follower fetched again;
+    with it, it serves what it had acknowledged, and never more than its log holds."""
+    def open_partition() -> tuple[LogManager, Partition]:
+        manager = LogManager([tmp_path / "data"], {}, ManualClock())
+        manager.startup()
+        return manager, Partition("t", 0, 1, manager.get_or_create_log("t", 0), listener)
+
+    manager, partition = open_partition()
+    partition.make_leader(assignment(1, 0), now_ms=0)
+    for _ in range(4):
+        partition.append(build_batch())
+    partition.update_follower_fetch(2, 3, now_ms=1)
+    partition.update_follower_fetch(3, 3, now_ms=1)
+    assert partition.high_watermark == 3
+    manager.shutdown()
+
+    manager, restarted = open_partition()
+    assert (restarted.log_end_offset, restarted.high_watermark) == (4, 3)
+    restarted.make_leader(assignment(1, 1), now_ms=0)
+    region = restarted.read(0, 1 << 20)
+    assert region is not None and len(read_bytes(region)) == 3 * len(build_batch())  # 0-2, not offset 3
+    restarted.make_follower(assignment(2, 2))
+    restarted.truncate_to(2)
+    assert restarted.high_watermark == 2
+    manager.shutdown()
+
+    manager, again = open_partition()
+    assert again.high_watermark == 2
+    manager.shutdown()

@@ -97,3 +97,32 @@ def test_topic_config_update_and_delete_log(tmp_path, clock):
 def test_partition_dir_names():
     assert log_manager.parse_partition_dir("my-topic-12") == ("my-topic", 12)
     assert log_manager.parse_partition_dir("notapartition") is None
+
+
+def test_high_watermarks_are_checkpointed_and_clamped_into_the_log_on_load(tmp_path, clock):
+    """`replication-offset-checkpoint`: written by every maintenance pass and at shutdown; read at start,
+    where a high watermark above what the log still holds (its tail was lost in a crash) is lowered."""
+    data = tmp_path / "data"
+    manager = LogManager([data], {}, clock)
+    manager.startup()
+    for partition, records in ((0, 3), (1, 5)):
+        log = manager.get_or_create_log("t", partition)
+        for _ in range(records):
+            log.append_as_leader(build_batch([(None, b"v", clock.now_ms())]), 0)
+        log.high_watermark = records - 1
+    manager.run_maintenance(clock.now_ms())
+    assert read_offsets(data / log_manager.HIGH_WATERMARK_FILE) == {("t", 0): 2, ("t", 1): 4}
+    manager.get_log("t", 0).high_watermark = 3
+    manager.shutdown()
+    assert read_offsets(data / log_manager.HIGH_WATERMARK_FILE) == {("t", 0): 3, ("t", 1): 4}
+    checkpoint = data / log_manager.HIGH_WATERMARK_FILE
+    checkpoint.write_text("0\n2\nt 0 3\nt 1 9\n")  # 9: above the log end (say the tail was torn off)
+    reloaded = LogManager([data], {}, clock)
+    reloaded.startup()
+    assert {tp: log.high_watermark for tp, log in reloaded.logs()} == {("t", 0): 3, ("t", 1): 5}
+    reloaded.shutdown()
+    checkpoint.write_text("garbage")
+    fresh = LogManager([data], {}, clock)
+    fresh.startup()
+    assert {tp: log.high_watermark for tp, log in fresh.logs()} == {("t", 0): 0, ("t", 1): 0}
+    fresh.shutdown()

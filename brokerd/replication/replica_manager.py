@@ -76,7 +76,10 @@ class ReplicaManager:
 
     def start(self) -> None:
         self._started = True
-        self._apply(self._metadata.image)
+        image = self._metadata.image
+        # Topics deleted while this broker was down: their logs go before anything serves them.
+        self._log_manager.delete_stray_logs(image.cluster_id, self.node_id, image.topics.keys())
+        self._apply(image)
         self._isr_task = asyncio.get_running_loop().create_task(self._isr_loop(), name="isr-check")
 
     async def stop(self) -> None:

@@ -1,6 +1,7 @@
 """`LogManager`: every partition log of this broker across `log.dirs`; the entry point of storage.
 
-Owns log creation, lookup and deletion, the per-directory checkpoints (`recovery-point-offset-checkpoint`,
+Owns log creation, lookup and deletion (also of stray logs: topics deleted while the broker was down),
+the per-directory checkpoints (`recovery-point-offset-checkpoint`,
 `log-start-offset-checkpoint`, `cleaner-offset-checkpoint`, and `replication-offset-checkpoint`: the high
 watermarks, so that a restarted replica serves what it had acknowledged at once instead of nothing until
 its followers catch up; see `checkpoints`), the clean-shutdown
@@ -25,7 +26,7 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from brokerd.clock import Clock, SystemClock
@@ -40,6 +41,7 @@ from brokerd.storage.log_dir import LogDirectory
 logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+META_PROPERTIES_FILE = "meta.properties"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
 HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
@@ -221,6 +223,37 @@ class LogManager:
             checkpoints.fsync_dir(log.dir.parent)
             shutil.rmtree(doomed)
         self.cleaner.forget(log)
+
+    def delete_stray_logs(self, cluster_id: str, node_id: int, topics: Collection[str]) -> list[TopicPartition]:
+        """Delete the logs of topics the cluster no longer has (deleted while this broker was down); returns
+        their partitions. Only in log dirs known to belong to `cluster_id` (their `meta.properties`, Kafka's
+        file): a dir without one is claimed for the cluster and left alone this time, and a dir of another
+        cluster is left alone (logged), so a control plane whose database was reset never wipes a broker."""
+        owned = {id(d) for d in self.log_dirs if d.online and self._claim(d, cluster_id, node_id)}
+        stray = [(tp, log) for tp, log in self.logs() if tp[0] not in topics and id(log.log_dir) in owned]
+        for (topic, partition), _ in stray:
+            logger.warning("deleting the log of %s-%d: the topic no longer exists", topic, partition)
+            self.delete_log(topic, partition)
+        return [tp for tp, _ in stray]
+
+    def _claim(self, log_dir: LogDirectory, cluster_id: str, node_id: int) -> bool:
+        """True if `log_dir` already belonged to `cluster_id`; records the cluster in it when it named none."""
+        path = log_dir.path / META_PROPERTIES_FILE
+        try:
+            with log_dir.io_guard():
+                lines = path.read_text().splitlines() if path.exists() else []
+                known = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+                if "cluster.id" not in known:
+                    checkpoints.write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={node_id}\n"
+                                                 .encode())
+                    return False
+        except KafkaStorageError:
+            return False
+        if known["cluster.id"] != cluster_id:
+            logger.error("log dir %s belongs to cluster %s, not %s: its logs are left alone", log_dir.path,
+                         known["cluster.id"], cluster_id)
+            return False
+        return True
 
     def offline_dirs(self) -> list[Path]:
         return [d.path for d in self.log_dirs if not d.online]

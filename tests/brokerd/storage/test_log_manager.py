@@ -126,3 +126,18 @@ def test_high_watermarks_are_checkpointed_and_clamped_into_the_log_on_load(tmp_p
     fresh.startup()
     assert {tp: log.high_watermark for tp, log in fresh.logs()} == {("t", 0): 0, ("t", 1): 0}
     fresh.shutdown()
+
+
+def test_stray_logs_are_deleted_only_in_dirs_of_the_same_cluster(tmp_path, clock):
+    data = tmp_path / "data"
+    manager = LogManager([data], {}, clock)
+    manager.startup()
+    for topic in ("kept", "gone"):
+        manager.get_or_create_log(topic, 0).append_as_leader(build_batch([(None, b"v", clock.now_ms())]), 0)
+    assert manager.delete_stray_logs("cluster-a", 1, {"kept"}) == []  # first start: the dir is claimed only
+    assert "cluster.id=cluster-a" in (data / log_manager.META_PROPERTIES_FILE).read_text()
+    assert manager.delete_stray_logs("cluster-b", 1, {"kept"}) == []  # another cluster's image: hands off
+    assert manager.delete_stray_logs("cluster-a", 1, {"kept"}) == [("gone", 0)]
+    assert sorted(tp for tp, _ in manager.logs()) == [("kept", 0)]
+    assert sorted(p.name for p in data.iterdir() if p.is_dir()) == ["kept-0"]
+    manager.shutdown()

@@ -1,12 +1,14 @@
 """One group consumer as a process, so tests can SIGKILL it:
 
-    python -m tests.integration.groups.consumer_worker CLIENT BOOTSTRAP GROUP TOPIC ASSIGNOR SESSION_MS
+    python -m tests.integration.groups.consumer_worker CLIENT BOOTSTRAP GROUP TOPIC ASSIGNOR SESSION_MS [INSTANCE_ID]
 
-CLIENT is kafka-python, confluent-kafka or aiokafka; ASSIGNOR is range, roundrobin or cooperative-sticky.
+CLIENT is kafka-python, confluent-kafka or aiokafka; ASSIGNOR is range, roundrobin or cooperative-sticky
+(aiokafka: sticky); INSTANCE_ID makes a static member (`group.instance.id`, confluent-kafka only).
 It subscribes with auto.offset.reset=earliest and auto commit every 200 ms, and writes JSON lines to stdout:
 `{"assignment": [partition, …]}` whenever its assignment changes (checked after every poll) and
-`{"records": [[partition, offset, value], …]}` for what each poll returned. SIGTERM closes it cleanly
-(commit, LeaveGroup).
+`{"records": [[partition, offset, value], …]}` for what each poll returned, and (confluent-kafka)
+`{"rebalance": "assign"|"revoke"}` from its rebalance callbacks. SIGTERM closes it cleanly (commit, and
+LeaveGroup unless static).
 """
 
 import asyncio
@@ -39,7 +41,7 @@ class Reporter:
             emit({"records": records})
 
 
-def run_confluent(bootstrap, group, topic, assignor, session_ms, stop: threading.Event) -> None:
+def run_confluent(bootstrap, group, topic, assignor, session_ms, stop: threading.Event, instance_id=None) -> None:
     from confluent_kafka import Consumer
 
     consumer = Consumer({
@@ -47,8 +49,11 @@ def run_confluent(bootstrap, group, topic, assignor, session_ms, stop: threading
         "enable.auto.commit": True, "auto.commit.interval.ms": COMMIT_INTERVAL_MS,
         "session.timeout.ms": session_ms, "heartbeat.interval.ms": max(session_ms // 10, 100),
         "partition.assignment.strategy": assignor, "topic.metadata.refresh.interval.ms": 1000,
-        "reconnect.backoff.max.ms": 500, "retry.backoff.max.ms": 500})
-    consumer.subscribe([topic])
+        "reconnect.backoff.max.ms": 500, "retry.backoff.max.ms": 500,
+        **({"group.instance.id": instance_id} if instance_id else {})})
+    # Rebalance callbacks only report; confluent-kafka (incrementally) assigns/unassigns itself afterwards.
+    consumer.subscribe([topic], on_assign=lambda c, ps: emit({"rebalance": "assign"}),
+                       on_revoke=lambda c, ps: emit({"rebalance": "revoke"}))
     reporter = Reporter()
     while not stop.is_set():
         messages = consumer.consume(500, POLL_MS / 1000)
@@ -114,10 +119,10 @@ RUNNERS = {"confluent-kafka": run_confluent, "kafka-python": run_kafka_python, "
 
 
 def main() -> None:
-    client, bootstrap, group, topic, assignor, session_ms = sys.argv[1:7]
+    client, bootstrap, group, topic, assignor, session_ms, *instance_id = sys.argv[1:]
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    RUNNERS[client](bootstrap, group, topic, assignor, int(session_ms), stop)
+    RUNNERS[client](bootstrap, group, topic, assignor, int(session_ms), stop, *instance_id)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ class Member:
     assignment: list[int] | None = None
     assigned_at: float = 0.0
     records: list[Received] = field(default_factory=list)
+    rebalance_callbacks: list[str] = field(default_factory=list)
+    """"assign"/"revoke", in order (confluent-kafka members only)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def read(self) -> None:
@@ -45,6 +47,8 @@ class Member:
             with self.lock:
                 if "assignment" in message:
                     self.assignment, self.assigned_at = message["assignment"], now
+                elif "rebalance" in message:
+                    self.rebalance_callbacks.append(message["rebalance"])
                 else:
                     self.records += [Received(p, o, v, now) for p, o, v in message["records"]]
 
@@ -62,18 +66,31 @@ class ConsumerGroup:
     """`count` members of `group` on `topic`, started at once; stopped (SIGTERM, then SIGKILL) on exit."""
 
     def __init__(self, client: str, bootstrap: str, group: str, topic: str, assignor: str, session_ms: int,
-                 count: int, log_dir) -> None:
-        self.members: list[Member] = []
-        for i in range(count):
-            stderr = open(log_dir / f"{group}-{i}.log", "ab")  # noqa: SIM115 - closed with the process
-            process = subprocess.Popen(
-                [sys.executable, "-m", "tests.integration.groups.consumer_worker", client, bootstrap, group, topic,
-                 assignor, str(session_ms)], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"})
-            stderr.close()
-            member = Member(f"{group}-{i}", process)
-            threading.Thread(target=member.read, daemon=True, name=member.name).start()
-            self.members.append(member)
+                 count: int, log_dir, static: bool = False) -> None:
+        """`static`: member i has `group.instance.id` "member-i" (confluent-kafka)."""
+        self._argv = [sys.executable, "-m", "tests.integration.groups.consumer_worker", client, bootstrap, group,
+                      topic, assignor, str(session_ms)]
+        self._log_dir = log_dir
+        self._group = group
+        self.members = [self._spawn(i, static) for i in range(count)]
+
+    def _spawn(self, index: int, static: bool) -> Member:
+        stderr = open(self._log_dir / f"{self._group}-{index}.log", "ab")  # noqa: SIM115 - closed below
+        process = subprocess.Popen(self._argv + ([f"member-{index}"] if static else []), cwd=REPO_ROOT,
+                                   stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        stderr.close()
+        member = Member(f"{self._group}-{index}", process)
+        threading.Thread(target=member.read, daemon=True, name=member.name).start()
+        return member
+
+    def restart(self, index: int, static: bool) -> Member:
+        """Stop member `index` (SIGTERM: a clean close) and start it again."""
+        old = self.members[index]
+        old.process.send_signal(signal.SIGTERM)
+        old.process.wait(20)
+        self.members[index] = self._spawn(index, static)
+        return self.members[index]
 
     def __enter__(self) -> "ConsumerGroup":
         return self

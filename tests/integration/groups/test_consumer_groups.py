@@ -85,3 +85,17 @@ def test_killed_member_partitions_move_to_the_survivors_within_the_session_timeo
                        30, message="every acknowledged record consumed")
     finally:
         producer.stop()
+
+
+def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(broker, topic_name, tmp_path):
+    create_topic(broker.bootstrap, topic_name, PARTITIONS)
+    with ConsumerGroup("confluent-kafka", broker.bootstrap, f"g-{topic_name}", topic_name, "range", SESSION_MS, 2,
+                       tmp_path, static=True) as group:
+        assignment = group.wait_for_full_assignment(PARTITIONS)
+        other = group.members[1]
+        callbacks = list(other.rebalance_callbacks)
+        restarted = group.restart(0, static=True)  # closes without LeaveGroup (KIP-345), rejoins by instance id
+        wait_until(lambda: restarted.assignment == assignment[restarted.name], 30,
+                   message="the restarted member's old partitions")
+        assert restarted.rebalance_callbacks == ["assign"]
+        assert other.rebalance_callbacks == callbacks, "the other member went through a rebalance"

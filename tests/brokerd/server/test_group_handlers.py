@@ -13,6 +13,7 @@ from kio.schema.heartbeat.v1.request import HeartbeatRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.leave_group.v1.request import LeaveGroupRequest
 from kio.schema.list_groups.v1.request import ListGroupsRequest
+from kio.schema.metadata.v4.request import MetadataRequest
 from kio.schema.offset_commit.v3.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -203,9 +204,12 @@ def test_simple_commits_and_request_level_errors(tmp_path):
     scenario(tmp_path, body)
 
 
-def test_clients_cannot_produce_to_the_internal_topic(tmp_path):
+def test_the_internal_topic_is_marked_internal_and_clients_cannot_produce_to_it(tmp_path):
     async def body(client: Client):
         await coordinator_loaded(client, "g")
+        metadata = await client.send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+        assert {t.name: t.is_internal for t in metadata.topics} == {CONSUMER_OFFSETS_TOPIC: True, TOPIC: False}
+        assert len(next(t for t in metadata.topics if t.is_internal).partitions) == 3
         produced = await client.send(ProduceRequest(transactional_id=None, acks=-1, timeout=ms(1000), topic_data=(
             TopicProduceData(name=CONSUMER_OFFSETS_TOPIC, partition_data=(PartitionProduceData(
                 index=i32(0), records=build_batch([(b"k", b"v")], 0)),)),)))

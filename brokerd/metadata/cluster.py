@@ -74,6 +74,8 @@ class ClusterSettings:
     metadata_wait_ms: int = 10_000
     """Long-poll window; the control plane caps it at 30 000."""
     request_timeout_ms: int = 10_000
+    controlled_shutdown_timeout_ms: int = 10_000
+    """How long `request_shutdown` waits for the controller to move this broker's leaderships away."""
     retry_backoff_ms: int = 100
     max_retry_backoff_ms: int = 1_000
 
@@ -143,6 +145,7 @@ class ClusterMetadataStore:
         self._shutting_down = False
         self._tasks: list[asyncio.Task] = []
         self._wake_poller = asyncio.Event()
+        self._new_image = asyncio.Event()
         self._producer_ids: list[int] = []
         """[next, end) of the current producer-id block."""
         self._reregistering: asyncio.Task | None = None
@@ -164,10 +167,41 @@ class ClusterMetadataStore:
             await self._heartbeat()
 
     async def request_shutdown(self) -> None:
-        """Controlled shutdown: tell the controller (through the next heartbeat) to move leadership away."""
+        """Kafka's controlled shutdown: tell the controller (a `shutting_down` heartbeat) to move this
+        broker's leaderships away, and wait until the image names it leader of nothing, at most
+        `controlled_shutdown_timeout_ms` (repeating the heartbeat while the control plane is unreachable).
+        Clients then find the new leaders while this broker still answers them NOT_LEADER_OR_FOLLOWER."""
         self._shutting_down = True
-        with contextlib.suppress(HttpError, MetadataError):
-            await self._heartbeat()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline = started + self.settings.controlled_shutdown_timeout_ms / 1000
+        while True:
+            with contextlib.suppress(HttpError, MetadataError):
+                await self._heartbeat()
+            self._new_image.clear()
+            led = self._led_partitions()
+            remaining = deadline - loop.time()
+            if not led or remaining <= 0:
+                break
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(remaining, max(self.heartbeat_interval_ms, 100) / 1000)):
+                    await self._new_image.wait()
+            if not self._led_partitions():
+                led = []
+                break
+        waited_ms = (loop.time() - started) * 1000
+        if led:
+            log.warning("controlled shutdown: still leading %d partition(s) after %.0f ms; stopping anyway",
+                        len(led), waited_ms)
+        else:
+            log.info("controlled shutdown: leads no partition any more (after %.0f ms)", waited_ms)
+
+    def _led_partitions(self) -> list[tuple[str, int]]:
+        if self._image is None:
+            return []
+        broker_id = self.settings.broker_id
+        return [(topic.name, p.partition) for topic in self._image.topics.values() for p in topic.partitions
+                if p.leader_id == broker_id]
 
     async def _retry(self, step, what: str) -> None:
         backoff = self.settings.retry_backoff_ms
@@ -276,6 +310,7 @@ class ClusterMetadataStore:
         if old is not None and image.metadata_version <= old.metadata_version:
             return
         self._image = image
+        self._new_image.set()
         if old is None:
             return
         for listener in self._listeners:

@@ -1,6 +1,7 @@
 """ClusterMetadataStore against a small fake of the internal API (a stdlib HTTP server in a thread):
-registration with the bearer secret, the image translated, the long poll applying a change, re-registration
-when fenced, and control-plane errors surfacing as Kafka error names."""
+registration with the bearer secret, the image translated, the long poll (naming the broker) applying a
+change, re-registration when fenced, control-plane errors surfacing as Kafka error names, and the controlled
+shutdown waiting for the controller to move leadership away."""
 
 import asyncio
 import json
@@ -32,6 +33,8 @@ class FakePlane:
         self.registrations = 0
         self.heartbeat_state = "running"
         self.requests: list[tuple[str, str, dict | None]] = []
+        self.on_shutting_down = lambda: None
+        """Called on each heartbeat that says the broker is shutting down (the controller's reaction)."""
         plane = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -53,6 +56,7 @@ class FakePlane:
             def do_GET(self) -> None:  # noqa: N802
                 if self.headers.get("Authorization") != f"Bearer {SECRET}":
                     return self._answer(401, {"error": "CLUSTER_AUTHORIZATION_FAILED", "message": "no"})
+                plane.requests.append(("GET", self.path, None))
                 query = dict(p.split("=") for p in self.path.split("?")[1].split("&"))
                 with plane.changed:
                     plane.changed.wait_for(lambda: plane.version >= int(query["min_version"]),
@@ -69,6 +73,8 @@ class FakePlane:
                                               "heartbeat_interval_ms": 50, "session_timeout_ms": 1000,
                                               "metadata_version": plane.version})
                 if "/heartbeat" in self.path:
+                    if body and body.get("shutting_down"):
+                        plane.on_shutting_down()
                     return self._answer(200, {"state": plane.heartbeat_state, "metadata_version": plane.version})
                 if self.path.endswith("/topics"):
                     return self._answer(400, {"error": "TOPIC_ALREADY_EXISTS", "message": "Topic 't' exists"})
@@ -99,9 +105,9 @@ def plane():
     fake.server.shutdown()
 
 
-def settings(url: str, secret: str = SECRET) -> ClusterSettings:
+def settings(url: str, secret: str = SECRET, **kwargs) -> ClusterSettings:
     return ClusterSettings(url=url, secret=secret, broker_id=2, listeners="PLAINTEXT://127.0.0.1:9002",
-                           metadata_wait_ms=2000, retry_backoff_ms=10, max_retry_backoff_ms=50)
+                           metadata_wait_ms=2000, retry_backoff_ms=10, max_retry_backoff_ms=50, **kwargs)
 
 
 async def until(condition, timeout_s: float = 5.0) -> None:
@@ -150,6 +156,64 @@ def test_errors_carry_kafka_names(plane):
             with pytest.raises(ControlPlaneError) as refused:
                 await store.create_topic(NewTopic("t", 1, 1, {}))
             assert refused.value.kafka_error == "TOPIC_ALREADY_EXISTS"
+        finally:
+            await store.stop()
+
+    asyncio.run(scenario())
+
+
+def test_the_long_poll_names_the_broker_and_its_registration(plane):
+    async def scenario():
+        store = ClusterMetadataStore(settings(plane.url))
+        await store.start()
+        try:
+            await until(lambda: any("wait_ms=2000" in path for method, path, _ in plane.requests if method == "GET"))
+            poll = next(path for method, path, _ in plane.requests if method == "GET" and "wait_ms=2000" in path)
+            assert "broker_id=2&registration_epoch=1" in poll
+        finally:
+            await store.stop()
+
+    asyncio.run(scenario())
+
+
+def test_controlled_shutdown_waits_until_the_controller_moved_leadership_away(plane):
+    async def scenario():
+        plane.publish(image(2, leader=2))
+        store = ClusterMetadataStore(settings(plane.url))
+        await store.start()
+        moved = threading.Timer(0.3, lambda: plane.publish(image(3, leader=3, isr=(1, 3))))
+
+        def controller_moves_leadership_soon() -> None:
+            if moved.ident is None:  # the first shutting-down heartbeat starts it
+                moved.start()
+
+        plane.on_shutting_down = controller_moves_leadership_soon
+        try:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            await store.request_shutdown()
+            assert loop.time() - started >= 0.25
+            assert store.image.partition("t", 0).leader_id == 3
+            shutdown_heartbeats = [b for _, path, b in plane.requests if "/heartbeat" in path and b["shutting_down"]]
+            assert shutdown_heartbeats
+        finally:
+            moved.cancel()
+            await store.stop()
+
+    asyncio.run(scenario())
+
+
+def test_controlled_shutdown_gives_up_after_its_timeout(plane):
+    async def scenario():
+        plane.publish(image(2, leader=2))  # and the controller never moves it
+        store = ClusterMetadataStore(settings(plane.url, controlled_shutdown_timeout_ms=300))
+        await store.start()
+        try:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            await store.request_shutdown()
+            assert 0.3 <= loop.time() - started < 3
+            assert store.image.partition("t", 0).leader_id == 2
         finally:
             await store.stop()
 

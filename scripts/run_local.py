@@ -29,8 +29,8 @@ HTTP_PORT = int(os.environ.get("STROM_HTTP_PORT", "8000"))
 REDIS_PORT = int(os.environ.get("STROM_REDIS_PORT", "6390"))
 BROKER_PORT = int(os.environ.get("STROM_BROKER_PORT", "9092"))
 BROKERS = 3
-# Brokers hold a metadata long poll open and heartbeat every 250 ms: gthread workers with enough threads
-# keep heartbeats from queueing behind long polls.
+# Brokers hold a metadata long poll and a session request open and heartbeat every 250 ms: gthread workers
+# with enough threads keep heartbeats from queueing behind the held requests.
 WEB_THREADS = 32
 STOP_GRACE_S = 15.0
 READY_TIMEOUT_S = 90.0

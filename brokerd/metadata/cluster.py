@@ -2,15 +2,17 @@
 internal API (v1)") behind the same `MetadataStore` interface as the standalone file.
 
 Lifecycle: `start()` registers (retrying until the control plane answers), loads the first image, then
-runs two tasks:
+runs three tasks:
 
 * heartbeats every `heartbeat_interval_ms`; when told `fenced` or `STALE_BROKER_EPOCH`, registers again
   (a new registration epoch);
-* a metadata long poll, `GET /metadata?min_version=<ours + 1>&wait_ms=...&broker_id=...`, so a change
-  reaches the broker within milliseconds of its commit. It also tells the control plane when this process
-  dies: one poll is always open and the kernel closes it on exit, which the web process notices at once
-  (ARCHITECTURE.md, "The controller"). The broker itself only closes it when stopping or when the control
-  plane did not answer in time.
+* a metadata long poll, `GET /metadata?min_version=<ours + 1>&wait_ms=...`, so a change reaches the
+  broker within milliseconds of its commit;
+* the session, `GET /brokers/<id>/session?registration_epoch=...`: one request always held open by the
+  control plane (renewed every `SESSION_HOLD_MS`, restarted with each registration). It tells the control
+  plane when this process dies: the kernel closes it on exit, which the web process notices at once
+  (ARCHITECTURE.md, "Failure detection"). The broker itself only closes it when stopping or when the
+  control plane did not answer in time.
 
 If the control plane is unreachable, both loops retry with a short backoff and the broker keeps serving
 with the last image it has; only admin calls (which need the control plane) fail, with
@@ -42,6 +44,8 @@ from kafkaspec.listeners import InvalidListenerError, parse_listeners
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/internal/v1"
+SESSION_HOLD_MS = 30_000
+"""How long the control plane holds one session request before the broker opens the next."""
 SECRET_ENV = "STROM_CLUSTER_SECRET"
 NO_LEADER = -1
 
@@ -149,6 +153,7 @@ class ClusterMetadataStore:
         self._producer_ids: list[int] = []
         """[next, end) of the current producer-id block."""
         self._reregistering: asyncio.Task | None = None
+        self._session: asyncio.Task | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
@@ -157,12 +162,14 @@ class ClusterMetadataStore:
         await self._retry(self._refresh, "load metadata")
         self._tasks = [asyncio.create_task(self._heartbeat_loop(), name="cp-heartbeat"),
                        asyncio.create_task(self._metadata_loop(), name="cp-metadata")]
+        self._restart_session()
 
     async def stop(self) -> None:
         self._shutting_down = True
-        for task in self._tasks:
+        tasks = [*self._tasks, *([self._session] if self._session else [])]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(HttpError, MetadataError):
             await self._heartbeat()
 
@@ -244,6 +251,8 @@ class ClusterMetadataStore:
         self.session_timeout_ms = int(body.get("session_timeout_ms", self.session_timeout_ms))
         self.state = "running"
         self._producer_ids = []  # a block belongs to a registration epoch
+        if self._session is not None:  # the session belongs to a registration epoch too
+            self._restart_session()
         log.info("registered broker %d with the control plane (registration epoch %d)", s.broker_id,
                  self.registration_epoch)
 
@@ -283,11 +292,30 @@ class ClusterMetadataStore:
             elapsed = time.monotonic() - started
             await asyncio.sleep(max(self.heartbeat_interval_ms / 1000 - elapsed, 0.01))
 
+    def _restart_session(self) -> None:
+        if self._session is not None:
+            self._session.cancel()  # the control plane sees it close and ignores it: an old registration's
+        self._session = asyncio.get_running_loop().create_task(self._session_loop(), name="cp-session")
+
+    async def _session_loop(self) -> None:
+        """Keep one session request open for this registration at all times."""
+        backoff = self.settings.retry_backoff_ms
+        path = (f"/brokers/{self.settings.broker_id}/session?registration_epoch={self.registration_epoch}"
+                f"&hold_ms={SESSION_HOLD_MS}")
+        while True:
+            try:
+                body = await self._call("GET", path, timeout_ms=SESSION_HOLD_MS + self.settings.request_timeout_ms)
+                backoff = self.settings.retry_backoff_ms
+                if isinstance(body, dict) and body.get("watching") is False:
+                    await asyncio.sleep(SESSION_HOLD_MS / 1000)  # this control plane cannot see hang-ups
+            except (ControlPlaneUnavailableError, ControlPlaneError) as exc:
+                log.debug("session request failed: %s", exc)
+                await asyncio.sleep(backoff / 1000)
+                backoff = min(backoff * 2, self.settings.max_retry_backoff_ms)
+
     async def _refresh(self, min_version: int = 0, wait_ms: int = 0) -> None:
-        query = f"min_version={min_version}&wait_ms={wait_ms}"
-        if wait_ms:
-            query += f"&broker_id={self.settings.broker_id}&registration_epoch={self.registration_epoch}"
-        body = await self._call("GET", f"/metadata?{query}", timeout_ms=wait_ms + self.settings.request_timeout_ms)
+        body = await self._call("GET", f"/metadata?min_version={min_version}&wait_ms={wait_ms}",
+                                timeout_ms=wait_ms + self.settings.request_timeout_ms)
         assert isinstance(body, dict)
         self._apply(parse_image(body))
 

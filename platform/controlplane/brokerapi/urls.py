@@ -7,6 +7,7 @@ app_name = "brokerapi"
 urlpatterns = [
     path("brokers/register", views.register_broker, name="register"),
     path("brokers/<int:broker_id>/heartbeat", views.broker_heartbeat, name="heartbeat"),
+    path("brokers/<int:broker_id>/session", views.broker_session, name="session"),
     path("metadata", views.metadata_image, name="metadata"),
     path("partitions/alter", views.alter_partition, name="alter-partition"),
     path("topics", views.topics_create, name="topics"),

@@ -5,6 +5,7 @@ Thin views: authenticate, read the body, call one service function, answer JSON.
 """
 
 import logging
+import time
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -21,7 +22,11 @@ from .requests import Body
 
 log = logging.getLogger(__name__)
 
-__all__ = ("alter_partition", "broker_heartbeat", "elect_leaders", "metadata_image", "producer_ids",
+SESSION_HOLD_MAX_MS = 60_000
+SESSION_PROBE_S = 0.02
+"""How often a held session checks whether the broker hung up."""
+
+__all__ = ("alter_partition", "broker_heartbeat", "broker_session", "elect_leaders", "metadata_image", "producer_ids",
            "register_broker", "topic_configs", "topic_detail", "topic_partitions", "topics_create")
 
 
@@ -61,27 +66,41 @@ def broker_heartbeat(request: HttpRequest, broker_id: int) -> dict:
 
 
 @internal_api("GET")
-def metadata_image(request: HttpRequest) -> dict | None:
-    """The metadata image, as a long poll with `min_version` and `wait_ms`. A broker names itself
-    (`broker_id`, `registration_epoch`): if it hangs up while waiting, its connection loss is recorded for
-    the controller (see `hangup`) and nothing is answered."""
+def metadata_image(request: HttpRequest) -> dict:
     try:
         min_version = int(request.GET.get("min_version", 0))
         wait_ms = int(request.GET.get("wait_ms", 0))
-        broker_id = int(request.GET["broker_id"]) if "broker_id" in request.GET else None
-        registration_epoch = int(request.GET.get("registration_epoch", -1))
     except ValueError:
-        raise KafkaApiError("INVALID_REQUEST",
-                            "min_version, wait_ms, broker_id and registration_epoch must be integers") from None
+        raise KafkaApiError("INVALID_REQUEST", "min_version and wait_ms must be integers") from None
     if min_version > 0 and wait_ms > 0:
-        hung_up = hangup_probe(request) if broker_id is not None else None
-        metadata.wait_for_version(min_version, wait_ms, hung_up)
-        if hung_up is not None and hung_up():
-            recorded = services.connection_lost(broker_id, registration_epoch)
-            log.warning("broker %s (registration epoch %s) hung up its metadata long poll%s", broker_id,
-                        registration_epoch, "" if recorded else "; not a live registration, ignored")
-            return None
+        metadata.wait_for_version(min_version, wait_ms)
     return metadata.image()
+
+
+@internal_api("GET")
+def broker_session(request: HttpRequest, broker_id: int) -> dict | None:
+    """The broker's liveness connection, held open for `hold_ms` (at most 60 000) while the broker keeps it.
+    If the broker hangs up first, its process died (or it is stopping): the connection loss is recorded
+    for the controller and nothing is answered. `{"watching": false}` at once where hang-ups cannot be seen
+    (not under gunicorn)."""
+    try:
+        registration_epoch = int(request.GET["registration_epoch"])
+        hold_ms = min(max(int(request.GET.get("hold_ms", SESSION_HOLD_MAX_MS)), 0), SESSION_HOLD_MAX_MS)
+    except (KeyError, ValueError):
+        raise KafkaApiError("INVALID_REQUEST", "registration_epoch (and hold_ms) must be integers") from None
+    services.check_registration(broker_id, registration_epoch)
+    hung_up = hangup_probe(request)
+    if hung_up is None:
+        return {"watching": False}
+    deadline = time.monotonic() + hold_ms / 1000
+    while time.monotonic() < deadline:
+        if hung_up():
+            recorded = services.connection_lost(broker_id, registration_epoch)
+            log.warning("broker %s (registration epoch %s) hung up its session%s", broker_id, registration_epoch,
+                        "" if recorded else "; not a live registration, ignored")
+            return None
+        time.sleep(SESSION_PROBE_S)
+    return {"watching": True}
 
 
 @internal_api("POST")

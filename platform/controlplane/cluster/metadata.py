@@ -8,7 +8,6 @@ readers (`image`, `wait_for_version`) take no lock.
 """
 
 import time
-from collections.abc import Callable
 
 from django.db import transaction
 
@@ -45,9 +44,8 @@ def current_version() -> int:
     return ControllerState.objects.filter(singleton=True).values_list("metadata_version", flat=True).first() or 0
 
 
-def wait_for_version(min_version: int, wait_ms: int, abandoned: Callable[[], bool] | None = None) -> int:
-    """Block until `metadata_version >= min_version` or `wait_ms` passed, or `abandoned()` (checked every
-    step: the client hung up) is true; return the version last seen.
+def wait_for_version(min_version: int, wait_ms: int) -> int:
+    """Block until `metadata_version >= min_version` or `wait_ms` passed; return the version last seen.
 
     Polls one indexed single-row SELECT every 20 ms: changes come from other processes (the controller,
     other web workers), so an in-process condition variable could not see them all.
@@ -56,7 +54,7 @@ def wait_for_version(min_version: int, wait_ms: int, abandoned: Callable[[], boo
     while True:
         version = current_version()
         remaining = deadline - time.monotonic()
-        if version >= min_version or remaining <= 0 or (abandoned is not None and abandoned()):
+        if version >= min_version or remaining <= 0:
             return version
         time.sleep(min(POLL_STEP_S, remaining))
 

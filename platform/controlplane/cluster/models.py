@@ -31,7 +31,7 @@ class Broker(models.Model):
 
     `registration_epoch` increases with every (re-)registration; requests from a broker carrying an older
     epoch are from a zombie and are refused. `last_heartbeat` is when the broker last proved it is alive;
-    `connection_lost_at` is when the web process saw this registration's metadata long poll closed by the
+    `connection_lost_at` is when the web process saw this registration's session connection closed by the
     broker's side (the kernel closes a dead process's sockets): evidence of death the controller acts on
     unless a heartbeat follows (see `controller.Controller.fence_expired_brokers`).
     """

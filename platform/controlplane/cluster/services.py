@@ -1,5 +1,5 @@
 """What brokers do to the cluster: register, heartbeat, propose ISR changes, take producer-id blocks, and
-what the web process observes of them (a closed metadata long poll).
+what the web process observes of them (a closed session connection).
 
 Each mutation is one transaction that first takes `metadata.locked_state()`; requests carrying a broker's
 old `registration_epoch` (a zombie) are refused with STALE_BROKER_EPOCH and change nothing. The heartbeat and
@@ -21,8 +21,8 @@ from controlplane.topics.models import Partition
 from . import metadata
 from .models import Broker, BrokerState, ControllerState
 
-__all__ = ("PRODUCER_ID_BLOCK_SIZE", "allocate_producer_ids", "alter_partition", "connection_lost", "heartbeat",
-           "register_broker")
+__all__ = ("PRODUCER_ID_BLOCK_SIZE", "allocate_producer_ids", "alter_partition", "check_registration",
+           "connection_lost", "heartbeat", "register_broker")
 
 # Kafka's ProducerIdManager hands out blocks of 1000 ids.
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -99,12 +99,19 @@ def heartbeat(broker_id: int, registration_epoch: int, shutting_down: bool = Fal
     return {"state": broker_state, "metadata_version": metadata.current_version()}
 
 
+def check_registration(broker_id: int, registration_epoch: int) -> None:
+    """STALE_BROKER_EPOCH unless the broker is live (running or shutting down) at `registration_epoch`."""
+    if not Broker.objects.filter(broker_id=broker_id, registration_epoch=registration_epoch,
+                                 state__in=(BrokerState.RUNNING, BrokerState.SHUTTING_DOWN)).exists():
+        raise _stale(broker_id, registration_epoch)
+
+
 def connection_lost(broker_id: int, registration_epoch: int, now: datetime | None = None) -> bool:
-    """Record that this registration's metadata long poll was closed from the broker's side (EOF or reset
-    while the web process held it). A broker closes it only when stopping or when its own request timeout
-    passed, while the kernel closes every socket of a process that died, so this is evidence of death the
-    controller acts on unless a heartbeat follows. False if the registration is not live (nothing recorded).
-    """
+    """Record that this registration's session (`GET /brokers/<id>/session`, held by the web process) was
+    closed from the broker's side (EOF or reset). A broker closes it only when stopping or when its own
+    request timed out, while the kernel closes every socket of a process that died, so this is evidence of
+    death the controller acts on unless a heartbeat follows. False if the registration is not live (nothing
+    recorded)."""
     live = Broker.objects.filter(broker_id=broker_id, registration_epoch=registration_epoch,
                                  state__in=(BrokerState.RUNNING, BrokerState.SHUTTING_DOWN))
     return live.update(connection_lost_at=now or timezone.now()) > 0

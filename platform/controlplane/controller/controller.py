@@ -5,7 +5,7 @@
 1. hold the lease: take it over when it expired (controller_epoch += 1) or renew it once a third of it has
    passed; a controller that cannot renew stops acting until it holds the lease again;
 2. fence dead brokers, moving their leaderships to the next in-sync replica and dropping them from ISRs
-   (`election.on_broker_gone`): a broker whose metadata long poll was closed from its side (its process
+   (`election.on_broker_gone`): a broker whose session connection was closed from its side (its process
    died: `Broker.connection_lost_at`) and which then missed a heartbeat, or whose last heartbeat is older
    than the session timeout. Sessions only run while the controller watches heartbeats arrive: if no
    broker's heartbeat gets through (the web process or the database is down), nobody is fenced, and once
@@ -74,6 +74,7 @@ class Controller:
         self.watching_since: datetime | None = None
         """Start of the current stretch in which this controller saw heartbeats arrive without a gap."""
         self._last_watch: datetime | None = None
+        self._path_down = False
         self.next_rebalance_at: datetime | None = None
         self._elected_at_version = -1
 
@@ -156,17 +157,19 @@ class Controller:
             if self.watching_since is not None:
                 log.warning("no broker heartbeat for %s: the heartbeat path is down; nobody is fenced until "
                             "heartbeats arrive again", now - newest if newest else self.path_silence)
+                self._path_down = True
             self.watching_since = None
         elif self.watching_since is None or not continuous:
-            if self.watching_since is None and continuous:
+            if self._path_down:
                 log.warning("broker heartbeats arrive again; every broker gets a full session")
+                self._path_down = False
             self.watching_since = now
         return self.watching_since
 
     def fence_expired_brokers(self) -> list[int]:
         """Fence running (or shutting-down) brokers that died; returns their ids.
 
-        Dead means: the broker's metadata long poll was closed from its side and no heartbeat came within
+        Dead means: the broker's session connection was closed from its side and no heartbeat came within
         one heartbeat interval after that, or no heartbeat for a session while we watched heartbeats
         arrive (`watch_heartbeats`). Nothing is fenced while the heartbeat path is silent.
         """

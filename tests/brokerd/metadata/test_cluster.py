@@ -1,6 +1,6 @@
 """ClusterMetadataStore against a small fake of the internal API (a stdlib HTTP server in a thread):
-registration with the bearer secret, the image translated, the long poll (naming the broker) applying a
-change, re-registration when fenced, control-plane errors surfacing as Kafka error names, and the controlled
+registration with the bearer secret, the image translated, the long poll applying a change, re-registration
+when fenced with a new session request, control-plane errors surfacing as Kafka error names, and the controlled
 shutdown waiting for the controller to move leadership away."""
 
 import asyncio
@@ -57,6 +57,8 @@ class FakePlane:
                 if self.headers.get("Authorization") != f"Bearer {SECRET}":
                     return self._answer(401, {"error": "CLUSTER_AUTHORIZATION_FAILED", "message": "no"})
                 plane.requests.append(("GET", self.path, None))
+                if "/session" in self.path:
+                    return self._answer(200, {"watching": False})  # a server that cannot see hang-ups
                 query = dict(p.split("=") for p in self.path.split("?")[1].split("&"))
                 with plane.changed:
                     plane.changed.wait_for(lambda: plane.version >= int(query["min_version"]),
@@ -162,14 +164,20 @@ def test_errors_carry_kafka_names(plane):
     asyncio.run(scenario())
 
 
-def test_the_long_poll_names_the_broker_and_its_registration(plane):
+def test_a_session_is_opened_for_each_registration(plane):
     async def scenario():
         store = ClusterMetadataStore(settings(plane.url))
         await store.start()
+
+        def sessions() -> list[str]:
+            return [path for method, path, _ in plane.requests if method == "GET" and "/session" in path]
+
         try:
-            await until(lambda: any("wait_ms=2000" in path for method, path, _ in plane.requests if method == "GET"))
-            poll = next(path for method, path, _ in plane.requests if method == "GET" and "wait_ms=2000" in path)
-            assert "broker_id=2&registration_epoch=1" in poll
+            await until(lambda: len(sessions()) == 1)
+            assert sessions()[0].startswith("/internal/v1/brokers/2/session?registration_epoch=1&")
+            plane.heartbeat_state = "fenced"
+            await until(lambda: len(sessions()) == 2)  # re-registered: a session for the new epoch at once
+            assert "registration_epoch=2&" in sessions()[1]
         finally:
             await store.stop()
 

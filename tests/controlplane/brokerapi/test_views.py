@@ -55,7 +55,8 @@ def version():
 @pytest.mark.django_db
 @pytest.mark.parametrize("header", [None, "Bearer wrong", "Basic x", f"Token {'s'}", "Bearer"])
 @pytest.mark.parametrize(("method", "path"), [
-    ("GET", "/metadata"), ("POST", "/brokers/register"), ("POST", "/brokers/1/heartbeat"), ("POST", "/topics"),
+    ("GET", "/metadata"), ("POST", "/brokers/register"), ("POST", "/brokers/1/heartbeat"),
+    ("GET", "/brokers/1/session"), ("POST", "/topics"),
     ("DELETE", "/topics/t"), ("POST", "/partitions/alter"), ("POST", "/elect-leaders"), ("POST", "/producer-ids"),
 ])
 def test_wrong_or_missing_secret_is_401_and_changes_nothing(method, path, header):
@@ -199,40 +200,53 @@ def test_metadata_long_poll_wakes_promptly_on_a_change():
     assert answered["at"] - changed_at < 1.0  # polled every 20 ms; generous for slow CI machines
 
 
-def long_poll_from_broker(client, broker_id, epoch, peer, wait_ms):
-    """The broker's long poll, served as gunicorn would (its client socket in the environ)."""
-    response = client.get(f"{API}/metadata?min_version={version() + 1}&wait_ms={wait_ms}&broker_id={broker_id}"
-                          f"&registration_epoch={epoch}", **{"gunicorn.socket": peer})
+def session(client, broker_id, epoch, peer=None, hold_ms=20_000):
+    """The broker's session request, served as gunicorn would (its client socket in the environ)."""
+    extra = {} if peer is None else {"gunicorn.socket": peer}
+    response = client.get(f"{API}/brokers/{broker_id}/session?registration_epoch={epoch}&hold_ms={hold_ms}",
+                          **extra)
     return response.status_code, (response.json() if response.content else None)
 
 
-def test_broker_hanging_up_its_long_poll_is_recorded_as_connection_loss(client, three_brokers):
+def test_broker_hanging_up_its_session_is_recorded_as_connection_loss(client, three_brokers):
     server_end, broker_end = socket.socketpair()
     with server_end:
         broker_end.close()  # the broker process died: the kernel closed its end
         started = time.monotonic()
-        status, body = long_poll_from_broker(client, 1, three_brokers[1], server_end, wait_ms=20_000)
+        status, body = session(client, 1, three_brokers[1], server_end)
     assert (status, body) == (204, None)
-    assert time.monotonic() - started < 5  # noticed at once, not after the poll's 20 s
+    assert time.monotonic() - started < 5  # noticed at once, not after the 20 s hold
     lost = dict(Broker.objects.values_list("broker_id", "connection_lost_at"))
     assert lost[1] is not None and lost[2] is None and lost[3] is None
 
 
-def test_open_long_poll_is_answered_and_records_nothing(client, three_brokers):
+def test_a_session_kept_open_is_answered_after_its_hold_and_records_nothing(client, three_brokers):
     server_end, broker_end = socket.socketpair()
     with server_end, broker_end:
-        status, image = long_poll_from_broker(client, 1, three_brokers[1], server_end, wait_ms=200)
-    assert status == 200 and image["metadata_version"] == version()
+        started = time.monotonic()
+        assert session(client, 1, three_brokers[1], server_end, hold_ms=200) == (200, {"watching": True})
+        assert time.monotonic() - started >= 0.2
     assert not Broker.objects.filter(connection_lost_at__isnull=False).exists()
 
 
-def test_hang_up_of_an_old_registration_records_nothing(client, three_brokers):
+def test_a_session_of_an_old_or_fenced_registration_is_refused(client, three_brokers):
     register(client, 1)  # a new incarnation: epoch 2
+    Broker.objects.filter(broker_id=2).update(state=BrokerState.FENCED)
     server_end, broker_end = socket.socketpair()
-    with server_end:
-        broker_end.close()
-        long_poll_from_broker(client, 1, 1, server_end, wait_ms=20_000)
-    assert not Broker.objects.filter(connection_lost_at__isnull=False).exists()
+    with server_end, broker_end:
+        for broker_id, epoch in ((1, 1), (2, three_brokers[2]), (9, 1)):
+            status, body = session(client, broker_id, epoch, server_end)
+            assert (status, body["error"]) == (409, "STALE_BROKER_EPOCH")
+
+
+def test_without_gunicorns_socket_the_session_says_it_is_not_watching(client, three_brokers):
+    assert session(client, 1, three_brokers[1]) == (200, {"watching": False})
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query", ["", "registration_epoch=x", "registration_epoch=1&hold_ms=y"])
+def test_session_with_bad_parameters_is_invalid(client, query):
+    assert client.get(f"{API}/brokers/1/session?{query}").json()["error"] == "INVALID_REQUEST"
 
 
 def test_registering_again_clears_the_connection_loss(client, three_brokers):

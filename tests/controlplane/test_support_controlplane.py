@@ -1,5 +1,7 @@
 """tests/support/controlplane.py starts a real control plane that brokers can use, and survives restarts."""
 
+import threading
+
 from tests.support.controlplane import control_plane
 from tests.support.polling import wait_until
 
@@ -15,9 +17,28 @@ def test_real_control_plane_registers_fences_and_restarts(tmp_path):
         status, topic = cp.call("POST", "/internal/v1/topics", {"name": "t", "num_partitions": 2})
         assert status == 200 and [p["leader"] for p in topic["partitions"]] == [1, 1]
 
-        # No heartbeats: the controller fences the broker; a long poll wakes on that change.
-        image = cp.metadata(min_version=registered["metadata_version"] + 2, wait_ms=10_000)
-        assert image["brokers"][0]["state"] == "fenced"
+        # Broker 1 sends no heartbeats while broker 2 does (sessions only run while heartbeats arrive): the
+        # controller fences broker 1; a long poll wakes on that change.
+        status, second = cp.call("POST", "/internal/v1/brokers/register",
+                                 {"broker_id": 2, "listeners": "PLAINTEXT://127.0.0.1:19093", "rack": None,
+                                  "log_dirs": []})
+        assert status == 200
+        stop = threading.Event()
+
+        def heartbeat_broker_2() -> None:
+            while not stop.wait(0.1):
+                cp.call("POST", "/internal/v1/brokers/2/heartbeat",
+                        {"registration_epoch": second["registration_epoch"], "shutting_down": False})
+
+        beating = threading.Thread(target=heartbeat_broker_2, daemon=True)
+        beating.start()
+        try:
+            image = wait_until(lambda: (lambda i: i if i["brokers"][0]["state"] == "fenced" else None)(
+                cp.metadata()), timeout_s=10, message="broker 1 fenced")
+        finally:
+            stop.set()
+            beating.join()
+        assert image["brokers"][1]["state"] == "running"
         assert {p["leader"] for p in image["topics"][0]["partitions"]} == {-1}
 
         # The web process dies and comes back on the same port and database.

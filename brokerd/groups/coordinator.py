@@ -27,8 +27,10 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from brokerd.clock import Clock
+from brokerd.config import GroupSettings
 from brokerd.groups import errors
 from brokerd.groups.schemas import (
     NO_EXPIRE_TIMESTAMP,
@@ -59,19 +61,10 @@ Record = tuple[bytes, bytes | None]
 
 Append = Callable[[list[Record]], Awaitable[None]]
 
+_Request = TypeVar("_Request")
+_Result = TypeVar("_Result")
+
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000  # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs
-
-
-@dataclass(frozen=True, slots=True)
-class GroupCoordinatorConfig:
-    """Kafka's broker settings for groups, in ms (`offsets.retention.minutes` is given as ms here)."""
-
-    group_min_session_timeout_ms: int = 6_000
-    group_max_session_timeout_ms: int = 1_800_000
-    group_initial_rebalance_delay_ms: int = 3_000
-    group_max_size: int = 2**31 - 1
-    offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000
-    offset_metadata_max_bytes: int = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,13 +176,13 @@ def _append_error(exc: BaseException, *, offsets: bool) -> errors.AppendFailedEr
 class GroupCoordinator:
     """Groups of one `__consumer_offsets` partition: membership, rebalances and committed offsets."""
 
-    def __init__(self, *, clock: Clock, append: Append, config: GroupCoordinatorConfig | None = None,
+    def __init__(self, *, clock: Clock, append: Append, config: GroupSettings | None = None,
                  on_deadline: Callable[[int], None] | None = None) -> None:
         """`on_deadline(deadline_ms)` is told of every deadline armed (the broker's timer may need to wake
         earlier than it planned)."""
         self._clock = clock
         self._append = append
-        self._config = config or GroupCoordinatorConfig()
+        self._config = config or GroupSettings()
         self._on_deadline = on_deadline
         self._groups: dict[str, Group] = {}
         self._loaded = False
@@ -323,25 +316,31 @@ class GroupCoordinator:
 
         self._arm(deadline, expire)
 
+    def _answer_later(self, start: Callable[[_Request, asyncio.Future[_Result]], None],
+                      request: _Request) -> asyncio.Future[_Result]:
+        """A future for `request`, handed to `start`; a refusal (raised by `start` or because this
+        coordinator is not serving) becomes the future's exception."""
+        future: asyncio.Future[_Result] = asyncio.get_running_loop().create_future()
+        try:
+            self._check_serving()
+            start(request, future)
+        except errors.GroupError as exc:
+            future.set_exception(exc)
+        return future
+
     #
     # JoinGroup
     #
 
     def join_group(self, request: JoinGroupRequest) -> asyncio.Future[JoinGroupResult]:
         """A future resolved when this member's join completes (or fails, as a `GroupError`)."""
-        future: asyncio.Future[JoinGroupResult] = asyncio.get_running_loop().create_future()
-        try:
-            self._check_serving()
-            self._join_group(request, future)
-        except errors.GroupError as exc:
-            future.set_exception(exc)
-        return future
+        return self._answer_later(self._join_group, request)
 
     def _join_group(self, request: JoinGroupRequest, future: asyncio.Future[JoinGroupResult]) -> None:
         if not request.group_id:
             raise errors.InvalidGroupIdError()
-        if not (self._config.group_min_session_timeout_ms <= request.session_timeout_ms
-                <= self._config.group_max_session_timeout_ms):
+        if not (self._config.min_session_timeout_ms <= request.session_timeout_ms
+                <= self._config.max_session_timeout_ms):
             raise errors.InvalidSessionTimeoutError()
         group = self._groups.get(request.group_id)
         if group is None:
@@ -360,7 +359,7 @@ class GroupCoordinator:
 
     def _join_new_member(self, group: Group, request: JoinGroupRequest,
                          future: asyncio.Future[JoinGroupResult]) -> None:
-        full = len(group.members) + len(group.pending_members) >= self._config.group_max_size
+        full = len(group.members) + len(group.pending_members) >= self._config.max_size
         if full and request.group_instance_id not in group.static_members:
             raise errors.GroupMaxSizeReachedError()
         member_id = f"{request.group_instance_id or request.client_id}-{uuid.uuid4()}"
@@ -519,7 +518,7 @@ class GroupCoordinator:
         was_empty = group.state is GroupState.EMPTY
         group.transition_to(GroupState.PREPARING_REBALANCE, self._clock.now_ms())
         if was_empty:
-            delay = self._config.group_initial_rebalance_delay_ms
+            delay = self._config.initial_rebalance_delay_ms
             self._arm_initial_join(group, delay, max(rebalance_timeout_ms - delay, 0))
         else:
             self._arm_join(group, rebalance_timeout_ms)
@@ -547,7 +546,7 @@ class GroupCoordinator:
                 return
             if group.new_member_added and remaining_ms != 0:
                 group.new_member_added = False
-                delay = min(self._config.group_initial_rebalance_delay_ms, remaining_ms)
+                delay = min(self._config.initial_rebalance_delay_ms, remaining_ms)
                 self._arm_initial_join(group, delay, max(remaining_ms - delay_ms, 0), deadline)
             else:
                 self._complete_join_phase(group)
@@ -646,13 +645,7 @@ class GroupCoordinator:
 
     def sync_group(self, request: SyncGroupRequest) -> asyncio.Future[SyncGroupResult]:
         """A future resolved with this member's assignment once the leader's assignment is stored."""
-        future: asyncio.Future[SyncGroupResult] = asyncio.get_running_loop().create_future()
-        try:
-            self._check_serving()
-            self._sync_group(request, future)
-        except errors.GroupError as exc:
-            future.set_exception(exc)
-        return future
+        return self._answer_later(self._sync_group, request)
 
     def _sync_group(self, request: SyncGroupRequest, future: asyncio.Future[SyncGroupResult]) -> None:
         if not request.group_id:

@@ -28,7 +28,7 @@ from brokerd.clock import Clock
 from brokerd.config import GroupSettings
 from brokerd.errors import BrokerError
 from brokerd.groups import errors
-from brokerd.groups.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupListing, Record
+from brokerd.groups.coordinator import GroupCoordinator, GroupListing, Record
 from brokerd.groups.loader import read_records
 from brokerd.groups.offsets_topic import OffsetsTopic, group_partition
 from brokerd.metadata.image import BrokerEndpoint
@@ -51,17 +51,6 @@ class CoordinatorWriteError(BrokerError):
         self.kafka_error = kafka_error
 
 
-def coordinator_config(settings: GroupSettings) -> GroupCoordinatorConfig:
-    return GroupCoordinatorConfig(
-        group_min_session_timeout_ms=settings.min_session_timeout_ms,
-        group_max_session_timeout_ms=settings.max_session_timeout_ms,
-        group_initial_rebalance_delay_ms=settings.initial_rebalance_delay_ms,
-        group_max_size=settings.max_size,
-        offsets_retention_ms=settings.offsets_retention_ms,
-        offset_metadata_max_bytes=settings.offset_metadata_max_bytes,
-    )
-
-
 @dataclass(eq=False)
 class _Slot:
     """The coordinator of one led `__consumer_offsets` partition, for one leadership (leader epoch)."""
@@ -79,7 +68,6 @@ class GroupManager:
         self._metadata = metadata
         self._replicas = replicas
         self._settings = settings
-        self._coordinator_config = coordinator_config(settings)
         self._clock = clock
         self.offsets_topic = OffsetsTopic(metadata, settings)
         self._slots: dict[int, _Slot] = {}
@@ -157,7 +145,7 @@ class GroupManager:
     def _begin_load(self, index: int, partition: Partition) -> None:
         slot = _Slot(partition, partition.leader_epoch, GroupCoordinator(
             clock=self._clock, append=lambda records: self._append(slot, records),
-            config=self._coordinator_config, on_deadline=self._on_deadline))
+            config=self._settings, on_deadline=self._on_deadline))
         self._slots[index] = slot
         slot.load_task = asyncio.get_running_loop().create_task(self._load(index, slot),
                                                                 name=f"load-{CONSUMER_OFFSETS_TOPIC}-{index}")

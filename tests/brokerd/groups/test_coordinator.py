@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import pytest
 
 from brokerd.clock import ManualClock
+from brokerd.config import GroupSettings
 from brokerd.errors import BrokerError
 from brokerd.groups import errors
 from brokerd.groups.coordinator import (
     GroupCoordinator,
-    GroupCoordinatorConfig,
     JoinGroupRequest,
     LeavingMember,
     OffsetCommitRequest,
@@ -30,7 +30,7 @@ SESSION_MS = 10_000
 REBALANCE_MS = 30_000
 DELAY_MS = 3_000
 RETENTION_MS = 60_000
-CONFIG = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=DELAY_MS, offsets_retention_ms=RETENTION_MS)
+CONFIG = GroupSettings(initial_rebalance_delay_ms=DELAY_MS, offsets_retention_ms=RETENTION_MS)
 
 
 def subscription(*topics: str) -> bytes:
@@ -45,7 +45,7 @@ SUB = subscription("orders")
 class Harness:
     """A loaded coordinator whose `__consumer_offsets` is the list `log`; `fail_with` makes appends fail."""
 
-    def __init__(self, records=(), config: GroupCoordinatorConfig = CONFIG) -> None:
+    def __init__(self, records=(), config: GroupSettings = CONFIG) -> None:
         self.clock = ManualClock()
         self.log: list[tuple[bytes, bytes | None]] = []
         self.fail_with: BrokerError | None = None

@@ -14,26 +14,19 @@ from kio.schema.offset_commit.v3.response import (
 
 from brokerd.groups import coordinator
 from brokerd.groups.errors import GroupError
-from brokerd.groups.state import TopicPartition
 from brokerd.protocol.errors import error_code
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
-from brokerd.server.handlers._groups import milliseconds
+from brokerd.server.handlers._groups import milliseconds, split_unknown
 
 _NO_THROTTLE = datetime.timedelta(0)
 
 
 async def handle(request: OffsetCommitRequest, context: RequestContext) -> OffsetCommitResponse:
-    image = context.services.metadata.image
-    codes: dict[TopicPartition, ErrorCode] = {}
-    offsets: dict[TopicPartition, coordinator.OffsetToCommit] = {}
-    for topic in request.topics:
-        for p in topic.partitions:
-            tp = (topic.name, p.partition_index)
-            if image.partition(*tp) is None:
-                codes[tp] = ErrorCode.unknown_topic_or_partition
-            else:
-                offsets[tp] = coordinator.OffsetToCommit(p.committed_offset, p.committed_metadata or "")
+    codes, known = split_unknown(context.services.metadata.image, request.topics)
+    requested = {(t.name, p.partition_index): p for t in request.topics for p in t.partitions}
+    offsets = {tp: coordinator.OffsetToCommit(requested[tp].committed_offset, requested[tp].committed_metadata or "")
+               for tp in known}
     if offsets:
         try:
             results = await context.services.groups.coordinator_for(request.group_id).commit_offsets(

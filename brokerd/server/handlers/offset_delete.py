@@ -13,25 +13,16 @@ from kio.schema.offset_delete.v0.response import (
 )
 
 from brokerd.groups.errors import GroupError
-from brokerd.groups.state import TopicPartition
 from brokerd.protocol.errors import error_code
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
+from brokerd.server.handlers._groups import split_unknown
 
 _NO_THROTTLE = datetime.timedelta(0)
 
 
 async def handle(request: OffsetDeleteRequest, context: RequestContext) -> OffsetDeleteResponse:
-    image = context.services.metadata.image
-    codes: dict[TopicPartition, ErrorCode] = {}
-    known: list[TopicPartition] = []
-    for topic in request.topics:
-        for p in topic.partitions:
-            tp = (topic.name, p.partition_index)
-            if image.partition(*tp) is None:
-                codes[tp] = ErrorCode.unknown_topic_or_partition
-            else:
-                known.append(tp)
+    codes, known = split_unknown(context.services.metadata.image, request.topics)
     try:
         results = await context.services.groups.coordinator_for(request.group_id).delete_offsets(
             request.group_id, known)

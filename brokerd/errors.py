@@ -10,6 +10,9 @@ class BrokerError(Exception):
     """Base class. `kafka_error` is the name of the Kafka error (`Errors.java`) a client receives."""
 
     kafka_error: str = "UNKNOWN_SERVER_ERROR"
+    record_index: int | None = None
+    """The position inside its batch of the record that broke a record-level rule, when one did
+    (Produce v8+ reports it in `record_errors`)."""
 
 
 class CorruptRecordError(BrokerError):

@@ -3,8 +3,12 @@
 Invariant: partition indexes of a topic are exactly 0..len(partitions)-1, in order.
 """
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+NO_TOPIC_ID = uuid.UUID(int=0)
+"""Kafka's ZERO_UUID: no topic id (a validate-only answer, an unknown topic)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +40,11 @@ class TopicMetadata:
     configs: Mapping[str, str] = field(default_factory=dict)
     """Per-topic overrides only (raw strings, already validated); defaults come from kafkaspec."""
 
+    @property
+    def uuid(self) -> uuid.UUID:
+        """`topic_id` (the canonical UUID string the control plane and the standalone file keep) as a UUID."""
+        return uuid.UUID(self.topic_id) if self.topic_id else NO_TOPIC_ID
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterImage:
@@ -45,6 +54,14 @@ class ClusterImage:
     topics: Mapping[str, TopicMetadata]
     metadata_version: int = 0
     """The control plane's version of this image (standalone: 0)."""
+    _by_id: Mapping[uuid.UUID, TopicMetadata] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_id", {t.uuid: t for t in self.topics.values()})
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        """The topic with this id (Fetch v13+, Metadata v10+ name topics by id), None if none has it."""
+        return self._by_id.get(topic_id) if topic_id != NO_TOPIC_ID else None
 
     def broker(self, node_id: int) -> BrokerEndpoint | None:
         return next((b for b in self.brokers if b.node_id == node_id), None)

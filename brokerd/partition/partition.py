@@ -351,6 +351,19 @@ class Partition:
             return None
         return found
 
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp, below the high watermark."""
+        found = self.log.max_timestamp_offset()
+        return found if found is not None and found[0] < self._high_watermark else None
+
+    def legacy_offsets_before(self, timestamp_ms: int, max_count: int) -> list[int]:
+        """ListOffsets v0's offsets (see `Log.legacy_offsets_before`), those above the high watermark
+        replaced by it, as Kafka answers consumers."""
+        offsets = self.log.legacy_offsets_before(timestamp_ms, max_count)
+        if any(offset > self._high_watermark for offset in offsets):
+            return [self._high_watermark, *(o for o in offsets if o <= self._high_watermark)]
+        return offsets
+
     def delete_records_before(self, offset: int) -> int:
         self._require_leader()
         if offset > self._high_watermark:

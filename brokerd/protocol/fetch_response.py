@@ -1,6 +1,26 @@
-"""Fetch v11 response body layout, decoded by hand so fetched records stay a slice of the frame (the
-replica fetcher appends them verbatim, never copying or decoding records). The server side encodes
-the same layout in `brokerd.server.handlers.fetch`::
+"""Fetch responses, laid out by hand so that fetched records are never copied through Python buffers.
+
+Encoding (`encode_fetch_response`, the broker's answer, every version 0-17): the fixed fields are
+packed with `struct` and each partition's records go out as the chunk the handler gives, a storage file
+region the connection `sendfile`s (or, for the legacy versions 0-3, down-converted bytes). Layout, with
+the version that adds each field (Kafka's FetchResponse.json; kio's schemas are the test oracle,
+`tests/brokerd/protocol/test_fetch_response.py`)::
+
+    [v12+: response header tag section (0)]
+    [v1+ throttle_time_ms i32] [v7+ error_code i16, session_id i32] responses ARRAY:
+      v0-12 topic STRING | v13+ topic_id UUID;  partitions ARRAY:
+        partition_index i32 | error_code i16 | high_watermark i64 | [v4+ last_stable_offset i64]
+        [v5+ log_start_offset i64] [v4+ aborted_transactions ARRAY (empty)] [v11+ preferred_read_replica i32]
+        records BYTES | [v12+ tags: 0 diverging_epoch {epoch i32, end_offset i64}, 1 current_leader
+        {leader_id i32, leader_epoch i32}]
+      [v12+ tags (none)]
+    [v12+ tags: v16+ 0 node_endpoints ARRAY {node_id i32, host STRING, port i32, rack STRING?}]
+
+v12+ is flexible: ARRAY is an unsigned varint count + 1, STRING/BYTES an unsigned varint length + 1;
+before v12 they are an int32 count, an int16/int32 length.
+
+Decoding (`decode_fetch_response`, the replica fetcher's side, v11 only) keeps each partition's records
+a slice of the frame, so followers append them verbatim::
 
     correlation_id i32 (response header v0)
     throttle_time_ms i32 | error_code i16 | session_id i32 | [topics] i32 count:
@@ -11,7 +31,9 @@ the same layout in `brokerd.server.handlers.fetch`::
 """
 
 import struct
-from dataclasses import dataclass
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from brokerd.protocol.messages import MalformedRequestError
 
@@ -69,3 +91,135 @@ def decode_fetch_response(frame: memoryview) -> FetchResponseBody:
     except struct.error as exc:
         raise MalformedRequestError(f"truncated fetch response: {exc}") from exc
     return FetchResponseBody(correlation_id, error, partitions)
+
+
+# --- encoding --------------------------------------------------------------------------------------
+
+FLEXIBLE_VERSION = 12
+TOPIC_ID_VERSION = 13
+NODE_ENDPOINTS_VERSION = 16
+NO_PREFERRED_READ_REPLICA = -1
+_I8 = struct.Struct(">b")
+_I64 = struct.Struct(">q")
+_TOP_V7 = struct.Struct(">ihi")
+_PARTITION_HEAD = struct.Struct(">ihq")
+_EPOCH_END = struct.Struct(">iqb")
+_LEADER = struct.Struct(">iib")
+_DIVERGING_EPOCH_TAG, _CURRENT_LEADER_TAG = 0, 1
+_NODE_ENDPOINTS_TAG = 0
+
+
+class SizedChunk:
+    """What a partition's records may be besides bytes: a byte range of a file (`length` bytes)."""
+
+    length: int
+
+
+@dataclass(slots=True)
+class PartitionAnswer:
+    """One partition of a Fetch response, as the handler decided it."""
+
+    index: int
+    error_code: int
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: bytes | SizedChunk | None = None
+    diverging_epoch: tuple[int, int] | None = None
+    """(epoch, end offset) where the fetcher's last fetched epoch ends on this leader (v12+)."""
+    current_leader: tuple[int, int] | None = None
+    """(leader id, leader epoch) when this broker does not lead the partition (v12+)."""
+
+
+@dataclass(slots=True)
+class TopicAnswer:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionAnswer] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEndpoint:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _string(value: str, flexible: bool) -> bytes:
+    data = value.encode()
+    return (_uvarint(len(data) + 1) if flexible else _I16.pack(len(data))) + data
+
+
+def _array_length(count: int, flexible: bool) -> bytes:
+    return _uvarint(count + 1) if flexible else _I32.pack(count)
+
+
+def _tags(tags: list[tuple[int, bytes]]) -> bytes:
+    return _uvarint(len(tags)) + b"".join(_uvarint(tag) + _uvarint(len(data)) + data for tag, data in tags)
+
+
+def _node_endpoint(node: NodeEndpoint) -> bytes:
+    rack = b"\0" if node.rack is None else _string(node.rack, True)
+    return _I32.pack(node.node_id) + _string(node.host, True) + _I32.pack(node.port) + rack + b"\0"
+
+
+def encode_fetch_response(version: int, topics: Sequence[TopicAnswer], error_code: int = 0,
+                          node_endpoints: Sequence[NodeEndpoint] = ()) -> tuple[list[bytes | SizedChunk], int]:
+    """The response body of `version` (after the correlation id) as chunks, and their total size.
+    Session id is always 0 (sessionless: Strom keeps no fetch sessions, KIP-227)."""
+    flexible = version >= FLEXIBLE_VERSION
+    chunks: list[bytes | SizedChunk] = []
+    head = bytearray(b"\0" if flexible else b"")
+    if version >= 7:
+        head += _TOP_V7.pack(0, error_code, 0)
+    elif version >= 1:
+        head += _I32.pack(0)
+    head += _array_length(len(topics), flexible)
+    size = 0
+    for topic in topics:
+        head += topic.topic_id.bytes if version >= TOPIC_ID_VERSION else _string(topic.name, flexible)
+        head += _array_length(len(topic.partitions), flexible)
+        for p in topic.partitions:
+            head += _PARTITION_HEAD.pack(p.index, p.error_code, p.high_watermark)
+            if version >= 4:
+                head += _I64.pack(p.last_stable_offset)
+                if version >= 5:
+                    head += _I64.pack(p.log_start_offset)
+                head += _array_length(0, flexible)
+            if version >= 11:
+                head += _I32.pack(NO_PREFERRED_READ_REPLICA)
+            records = p.records
+            length = 0 if records is None else (len(records) if isinstance(records, bytes) else records.length)
+            head += _uvarint(length + 1) if flexible else _I32.pack(length)
+            if length:
+                chunks.append(bytes(head))
+                chunks.append(records)  # type: ignore[arg-type]
+                size += len(head) + length
+                head = bytearray()
+            if flexible:
+                tags = []
+                if p.diverging_epoch is not None:
+                    tags.append((_DIVERGING_EPOCH_TAG, _EPOCH_END.pack(*p.diverging_epoch, 0)))
+                if p.current_leader is not None:
+                    tags.append((_CURRENT_LEADER_TAG, _LEADER.pack(*p.current_leader, 0)))
+                head += _tags(tags)
+        if flexible:
+            head += b"\0"
+    if flexible:
+        if version >= NODE_ENDPOINTS_VERSION and node_endpoints:
+            endpoints = _array_length(len(node_endpoints), True) + b"".join(map(_node_endpoint, node_endpoints))
+            head += _tags([(_NODE_ENDPOINTS_TAG, endpoints)])
+        else:
+            head += b"\0"
+    chunks.append(bytes(head))
+    return chunks, size + len(head)

@@ -241,17 +241,41 @@ _DECOMPRESSORS = {
 }
 
 
+def _snappy_compress(data: bytes) -> bytes:
+    """Xerial framing, as Kafka's Java producer writes it: header, then length-prefixed raw blocks."""
+    block = bytes(cramjam.snappy.compress_raw(data))
+    return _XERIAL_MAGIC + struct.pack(">ii", 1, 1) + _CHUNK_LENGTH.pack(len(block)) + block
+
+
+_COMPRESSORS = {
+    GZIP: lambda data: bytes(cramjam.gzip.compress(data)),
+    SNAPPY: _snappy_compress,
+    LZ4: lambda data: bytes(cramjam.lz4.compress(data)),
+    ZSTD: lambda data: bytes(cramjam.zstd.compress(data)),
+}
+
+
+def decompress(codec: int, data: bytes | memoryview) -> bytes:
+    """`data` decompressed with `codec` (batch attributes bits 0-2, not NO_COMPRESSION)."""
+    try:
+        return _DECOMPRESSORS[codec](data)
+    except KeyError:
+        raise UnsupportedCompressionTypeError(f"unknown compression codec id {codec}") from None
+    except cramjam.DecompressionError as exc:
+        raise CorruptRecordError(f"batch does not decompress: {exc}") from None
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    """`data` compressed with `codec` (not NO_COMPRESSION), framed as Kafka's clients frame it."""
+    return _COMPRESSORS[codec](data)
+
+
 def records_section(batch: memoryview, header: BatchHeader) -> memoryview:
     """The decompressed records of one batch (`batch` starts at its baseOffset)."""
     body = batch[HEADER_SIZE : header.size]
     if header.codec == NO_COMPRESSION:
         return body
-    try:
-        return memoryview(_DECOMPRESSORS[header.codec](body))
-    except KeyError:
-        raise UnsupportedCompressionTypeError(f"unknown compression codec id {header.codec}") from None
-    except cramjam.DecompressionError as exc:
-        raise CorruptRecordError(f"batch does not decompress: {exc}") from None
+    return memoryview(decompress(header.codec, body))
 
 
 def iter_records(batch: memoryview, header: BatchHeader) -> Iterator[Record]:

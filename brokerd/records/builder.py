@@ -1,10 +1,11 @@
-"""Build one uncompressed record batch v2 from (key, value) pairs, for records the broker writes itself
-(the group coordinator's `__consumer_offsets` records). Never used on the produce path, where batches
-arrive built and are stored verbatim.
+"""Build one record batch v2 from (key, value) pairs, for records the broker writes itself (the group
+coordinator's `__consumer_offsets` records, uncompressed) and for legacy message sets up-converted on
+produce (`brokerd.records.legacy`). Never used on the v2 produce path, where batches arrive built and are
+stored verbatim.
 
 The batch is what a non-idempotent producer sends: baseOffset 0 and partitionLeaderEpoch -1 (both
-rewritten on append), CreateTime with every record at `timestamp_ms`, producer id/epoch/sequence -1,
-no headers. Layout: see `brokerd.records.batch`.
+rewritten on append), CreateTime timestamps, producer id/epoch/sequence -1, no headers. Layout: see
+`brokerd.records.batch`.
 """
 
 import struct
@@ -12,7 +13,17 @@ from collections.abc import Sequence
 
 from crc32c import crc32c
 
-from brokerd.records.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER, HEADER_SIZE, LOG_OVERHEAD, MAGIC
+from brokerd.records.batch import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    NO_COMPRESSION,
+    NO_TIMESTAMP,
+    compress,
+)
 
 
 def _varint(value: int) -> bytes:
@@ -30,20 +41,28 @@ def _nullable(data: bytes | None) -> bytes:
     return _varint(-1) if data is None else _varint(len(data)) + data
 
 
-def encode_record(offset_delta: int, key: bytes | None, value: bytes | None) -> bytes:
-    """One record (timestamp delta 0, no headers), length prefix included."""
-    body = b"\x00" + _varint(0) + _varint(offset_delta) + _nullable(key) + _nullable(value) + _varint(0)
+def encode_record(offset_delta: int, key: bytes | None, value: bytes | None, timestamp_delta: int = 0) -> bytes:
+    """One record (no headers), length prefix included."""
+    body = (b"\x00" + _varint(timestamp_delta) + _varint(offset_delta) + _nullable(key) + _nullable(value)
+            + _varint(0))
     return _varint(len(body)) + body
 
 
-def build_batch(records: Sequence[tuple[bytes | None, bytes | None]], timestamp_ms: int) -> bytes:
-    """An uncompressed v2 batch of `records` (at least one), every record stamped `timestamp_ms`."""
+def build_batch(records: Sequence[tuple[bytes | None, bytes | None]], timestamp_ms: int = NO_TIMESTAMP,
+                timestamps: Sequence[int] | None = None, codec: int = NO_COMPRESSION) -> bytes:
+    """A v2 batch of `records` (at least one), every record stamped `timestamp_ms`, or each its own of
+    `timestamps`; its records section compressed with `codec`."""
     if not records:
         raise ValueError("a record batch holds at least one record")
-    body = b"".join(encode_record(delta, key, value) for delta, (key, value) in enumerate(records))
+    stamps = list(timestamps) if timestamps is not None else [timestamp_ms] * len(records)
+    base = stamps[0]
+    body = b"".join(encode_record(delta, key, value, stamp - base)
+                    for delta, ((key, value), stamp) in enumerate(zip(records, stamps, strict=True)))
+    if codec != NO_COMPRESSION:
+        body = compress(codec, body)
     batch = bytearray(HEADER_SIZE + len(body))
-    HEADER.pack_into(batch, 0, 0, len(batch) - LOG_OVERHEAD, -1, MAGIC, 0, 0, len(records) - 1, timestamp_ms,
-                     timestamp_ms, -1, -1, -1, len(records))
+    HEADER.pack_into(batch, 0, 0, len(batch) - LOG_OVERHEAD, -1, MAGIC, 0, codec, len(records) - 1, base,
+                     max(stamps), -1, -1, -1, len(records))
     batch[HEADER_SIZE:] = body
     struct.pack_into(">I", batch, CRC_OFFSET, crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
     return bytes(batch)

@@ -1,10 +1,13 @@
 """Frame → handler → wire response: header parsing, version checks, decoding, encoding.
 
-Version policy (`brokerd.protocol.api_versions`): each API is served at exactly its implemented
-version. ApiVersions above v0 gets a v0 body with UNSUPPORTED_VERSION and the full table (KIP-511).
-Another unimplemented version gets a well-formed error response of *that* version when the API has a
-top-level error code; otherwise, like Kafka, the connection is closed (`MalformedRequestError`).
-Unexpected handler failures are logged and answered the same way with UNKNOWN_SERVER_ERROR.
+Version policy (`brokerd.protocol.api_versions`): every version of an API's range is decoded with its
+kio schema and handed to the API's one handler, with that version's `ResponseSchema` in the context.
+An ApiVersions version above the range gets a v0 body with UNSUPPORTED_VERSION and the full table
+(KIP-511). Another version outside the range gets a well-formed error response of *that* version when kio
+knows it and the API has a top-level error code; otherwise, like Kafka, the connection is closed
+(`MalformedRequestError`). Unexpected handler failures are logged and answered the same way with
+UNKNOWN_SERVER_ERROR. The first request of each (API, version) is logged at INFO, so the versions each
+client sends show in the broker's log.
 """
 
 import logging
@@ -22,6 +25,7 @@ from brokerd.protocol.messages import (
     parse_request_header,
     peek_api,
 )
+from brokerd.protocol.responses import response_schema
 from brokerd.server.context import BrokerServices, RequestContext
 from brokerd.server.response import NO_RESPONSE, Chunk, RawResponse
 
@@ -37,6 +41,8 @@ class Dispatcher:
     def __init__(self, services: BrokerServices, handlers: dict[int, Handler]) -> None:
         self._services = services
         self._handlers = handlers
+        self._seen: set[tuple[int, int]] = set()
+        """(api_key, version) pairs received so far, each logged once."""
 
     async def dispatch(self, frame: bytes, client_host: str) -> list[Chunk] | None:
         """The size-prefixed response chunks for one request frame, or None if none is due.
@@ -46,13 +52,16 @@ class Dispatcher:
         handler = self._handlers.get(api_key)
         if supported is None or handler is None:
             raise MalformedRequestError(f"unsupported API key {api_key}")
-        if api_version != supported.implemented:
+        if api_version not in supported:
             return self._unsupported_version(api_key, api_version, correlation_id)
         codec = message_codec(api_key, api_version)
         assert codec is not None, f"kio lacks {api_key} v{api_version}"
         header, offset = parse_request_header(frame, codec.flexible)
         request = codec.decode_request(frame, offset)
-        context = RequestContext(self._services, header, client_host)
+        if (api_key, api_version) not in self._seen:
+            self._seen.add((api_key, api_version))
+            log.info("first %s v%d request (client_id %r)", ApiKey(api_key).name, api_version, header.client_id)
+        context = RequestContext(self._services, header, client_host, response_schema(codec.response_type))
         try:
             response = await handler(request, context)
         except Exception:

@@ -367,6 +367,32 @@ class Log:
                     return found
             return None
 
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """ListOffsets MAX_TIMESTAMP (-3, v7+): (offset, timestamp) of the record with the largest
+        timestamp at or after the log start offset (the first such record); None if the log has none."""
+        with self.lock, self.log_dir.io_guard():
+            live = [s for s in self._segments if s.next_offset > self.log_start_offset]
+            if not live:
+                return None
+            found = max(live, key=lambda s: s.max_timestamp).record_with_max_timestamp()
+            return found if found is not None and found[0] >= self.log_start_offset else None
+
+    def legacy_offsets_before(self, timestamp_ms: int, max_count: int) -> list[int]:
+        """ListOffsets v0 (Kafka `legacyFetchOffsetsBefore`): segment base offsets (and the log end offset
+        while the active segment holds data), newest first, from the last whose file was modified at or
+        before `timestamp_ms` (-1: from the newest, -2: only the oldest); at most `max_count`."""
+        with self.lock, self.log_dir.io_guard():
+            points = [(max(s.base_offset, self.log_start_offset), s.last_modified_ms()) for s in self._segments]
+            if self._segments[-1].size > 0:
+                points.append((self.log_end_offset, self._context.clock.now_ms()))
+        if timestamp_ms == -1:
+            start = len(points) - 1
+        elif timestamp_ms == -2:
+            start = 0
+        else:
+            start = next((i for i in range(len(points) - 1, -1, -1) if points[i][1] <= timestamp_ms), -1)
+        return [points[i][0] for i in range(start, max(start - max_count, -1), -1)]
+
     # --- deletion and truncation -----------------------------------------------------------------------
 
     def delete_records_before(self, offset: int) -> int:

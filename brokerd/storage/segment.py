@@ -292,6 +292,24 @@ class LogSegment:
             position += header.size
         return None
 
+    def record_with_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record holding this segment's largest timestamp (Kafka
+        `RecordBatch.offsetOfMaxTimestamp` on the batch that holds it); None if the segment has none."""
+        if self.max_timestamp == rb.NO_TIMESTAMP:
+            return None
+        found = self.find_batch(self.offset_of_max_timestamp)
+        if found is None:
+            return None
+        position, header = found
+        data = memoryview(os.pread(self.file().fileno(), header.size, position))
+        for record in rb.iter_records(data, header):
+            if rb.record_timestamp(header, record) == header.max_timestamp:
+                return header.base_offset + record.offset_delta, header.max_timestamp
+        return None
+
+    def last_modified_ms(self) -> int:
+        return int(self.log_path.stat().st_mtime * 1000)
+
     def read_range(self, position: int, length: int) -> bytes:
         return os.pread(self.file().fileno(), length, position)
 
@@ -406,7 +424,7 @@ class LogSegment:
         segment has none (Kafka `LogSegment.largestTimestamp`)."""
         if self.max_timestamp != rb.NO_TIMESTAMP:
             return self.max_timestamp
-        return int(self.log_path.stat().st_mtime * 1000)
+        return self.last_modified_ms()
 
     def rename_to_deleted(self) -> list[Path]:
         """Mark the segment gone: rename its files to `*.deleted` (unlinked later, after

@@ -12,6 +12,7 @@ rejected append leaves it unchanged.
 from dataclasses import dataclass
 
 from brokerd.errors import (
+    BrokerError,
     InvalidRecordError,
     InvalidTimestampError,
     MessageTooLargeError,
@@ -71,11 +72,18 @@ def _check_records(batch: memoryview, header: rb.BatchHeader, config: LogConfig,
     check_timestamps = not config.log_append_time and not header.is_log_append_time
     for expected_delta, record in enumerate(rb.iter_records(batch, header)):
         if record.offset_delta != expected_delta:
-            raise InvalidRecordError(f"record offset delta {record.offset_delta}, expected {expected_delta}")
+            raise _at(expected_delta, InvalidRecordError(
+                f"record offset delta {record.offset_delta}, expected {expected_delta}"))
         if config.compact and record.key is None:
-            raise InvalidRecordError("compacted topics need a key on every record")
+            raise _at(expected_delta, InvalidRecordError("Compacted topic cannot accept message without key."))
         if check_timestamps:
             timestamp = header.base_timestamp + record.timestamp_delta
             too_old = now_ms - timestamp > config.timestamp_before_max_ms
             if too_old or timestamp - now_ms > config.timestamp_after_max_ms:
-                raise InvalidTimestampError(f"timestamp {timestamp} is out of range at broker time {now_ms}")
+                raise _at(expected_delta, InvalidTimestampError(
+                    f"timestamp {timestamp} is out of range at broker time {now_ms}"))
+
+
+def _at(record_index: int, error: BrokerError) -> BrokerError:
+    error.record_index = record_index
+    return error

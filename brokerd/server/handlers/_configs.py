@@ -14,6 +14,11 @@ DYNAMIC_TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 
+UNKNOWN_TYPE = 0
+_WIRE_TYPES = {topic_config.ConfigType.BOOLEAN: 1, topic_config.ConfigType.STRING: 2, topic_config.ConfigType.INT: 3,
+               topic_config.ConfigType.LONG: 5, topic_config.ConfigType.DOUBLE: 6, topic_config.ConfigType.LIST: 7}
+"""Kafka's ConfigType codes (DescribeConfigs v3+ `config_type`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ConfigEntry:
@@ -23,6 +28,8 @@ class ConfigEntry:
     is_sensitive: bool
     synonyms: tuple[tuple[str, str | None, int], ...]
     """(name, value, source), most specific first, as Kafka's include_synonyms shows them."""
+    config_type: int = UNKNOWN_TYPE
+    documentation: str | None = None
 
 
 def topic_config_entries(overrides: Mapping[str, str], broker_properties: Mapping[str, str]
@@ -37,7 +44,8 @@ def topic_config_entries(overrides: Mapping[str, str], broker_properties: Mappin
             synonyms.append((definition.broker_key, value, STATIC_BROKER_CONFIG))
         synonyms.append((definition.broker_key or name, definition.render(definition.default), DEFAULT_CONFIG))
         _, value, source = synonyms[0]
-        entries.append(ConfigEntry(name, value, source, False, tuple(synonyms)))
+        entries.append(ConfigEntry(name, value, source, False, tuple(synonyms), _WIRE_TYPES[definition.type],
+                                   definition.doc))
     return entries
 
 

@@ -1,10 +1,8 @@
-"""AlterConfigs v1: replace a topic's overrides with exactly the given set (null values dropped).
+"""AlterConfigs v0-v2: replace a topic's overrides with exactly the given set (null values dropped).
 Broker configs are static (server.properties / --override) and cannot be altered."""
 
 import datetime
 
-from kio.schema.alter_configs.v1.request import AlterConfigsRequest
-from kio.schema.alter_configs.v1.response import AlterConfigsResourceResponse, AlterConfigsResponse
 from kio.schema.errors import ErrorCode
 
 from brokerd.server.context import RequestContext
@@ -12,7 +10,7 @@ from brokerd.server.handlers._configs import TOPIC_RESOURCE
 from brokerd.server.handlers._errors import to_error
 
 
-async def handle(request: AlterConfigsRequest, context: RequestContext) -> AlterConfigsResponse:
+async def handle(request, context: RequestContext) -> object:
     metadata = context.services.metadata
     responses = []
     for resource in request.resources:
@@ -26,7 +24,7 @@ async def handle(request: AlterConfigsRequest, context: RequestContext) -> Alter
                                                  validate_only=request.validate_only)
             except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this resource
                 error, message = to_error(exc)
-        responses.append(AlterConfigsResourceResponse(error_code=error, error_message=message,
+        responses.append(context.response.AlterConfigsResourceResponse(error_code=error, error_message=message,
                                                       resource_type=resource.resource_type,
                                                       resource_name=resource.resource_name))
-    return AlterConfigsResponse(throttle_time=datetime.timedelta(0), responses=tuple(responses))
+    return context.response.AlterConfigsResponse(throttle_time=datetime.timedelta(0), responses=tuple(responses))

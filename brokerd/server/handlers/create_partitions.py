@@ -1,9 +1,7 @@
-"""CreatePartitions v1: grow a topic; explicit assignments must name registered brokers."""
+"""CreatePartitions v0-v3: grow a topic; explicit assignments must name registered brokers."""
 
 import datetime
 
-from kio.schema.create_partitions.v1.request import CreatePartitionsRequest
-from kio.schema.create_partitions.v1.response import CreatePartitionsResponse, CreatePartitionsTopicResult
 from kio.schema.errors import ErrorCode
 
 from brokerd.metadata.errors import InvalidReplicaAssignmentError
@@ -11,7 +9,8 @@ from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error
 
 
-async def handle(request: CreatePartitionsRequest, context: RequestContext) -> CreatePartitionsResponse:
+async def handle(request, context: RequestContext) -> object:
+    schema = context.response
     metadata = context.services.metadata
     results = []
     for topic in request.topics:
@@ -26,7 +25,7 @@ async def handle(request: CreatePartitionsRequest, context: RequestContext) -> C
                                              assignments=assignments)
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this topic
             code, message = to_error(exc)
-            results.append(CreatePartitionsTopicResult(name=topic.name, error_code=code, error_message=message))
+            results.append(schema.CreatePartitionsTopicResult(name=topic.name, error_code=code, error_message=message))
             continue
-        results.append(CreatePartitionsTopicResult(name=topic.name, error_code=ErrorCode.none))
-    return CreatePartitionsResponse(throttle_time=datetime.timedelta(0), results=tuple(results))
+        results.append(schema.CreatePartitionsTopicResult(name=topic.name, error_code=ErrorCode.none))
+    return schema.CreatePartitionsResponse(throttle_time=datetime.timedelta(0), results=tuple(results))

@@ -1,25 +1,50 @@
-"""CreateTopics v3: validated and recorded by the metadata store; errors per topic with a message."""
+"""CreateTopics v0-v7: validated and recorded by the metadata store; errors per topic (with a message, v1+).
+
+Per-version meaning: v0 cannot ask for validation only (v1+); v5+ answers the created topic's partition
+count, replication factor and effective configs (`configs` with their source), v7+ its topic id.
+"""
 
 import datetime
 from collections import Counter
 
-from kio.schema.create_topics.v3.request import CreateTopicsRequest
-from kio.schema.create_topics.v3.response import CreatableTopicResult, CreateTopicsResponse
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i8, i16, i32
 
-from brokerd.metadata.image import NewTopic
+from brokerd.metadata.image import NO_TOPIC_ID, NewTopic, TopicMetadata
 from brokerd.server.context import RequestContext
+from brokerd.server.handlers._configs import topic_config_entries
 from brokerd.server.handlers._errors import to_error
 
+_NO_THROTTLE = datetime.timedelta(0)
 
-async def handle(request: CreateTopicsRequest, context: RequestContext) -> CreateTopicsResponse:
+
+def _created(context: RequestContext, name: str, topic: TopicMetadata | None, requested) -> object:
+    """The result of a created (or validated) topic; v5+ describes it."""
+    schema = context.response
+    if not schema.has("CreatableTopicResult", "configs"):
+        return schema.CreatableTopicResult(name=name, error_code=ErrorCode.none, error_message=None)
+    overrides = topic.configs if topic is not None else {c.name: c.value for c in requested.configs}
+    partitions = topic.partitions if topic is not None else ()
+    return schema.CreatableTopicResult(
+        name=name, error_code=ErrorCode.none, error_message=None,
+        topic_id=topic.uuid if topic is not None else NO_TOPIC_ID,
+        num_partitions=i32(len(partitions) if partitions else requested.num_partitions),
+        replication_factor=i16(len(partitions[0].replicas) if partitions else requested.replication_factor),
+        configs=tuple(schema.CreatableTopicConfigs(name=e.name, value=e.value, read_only=False,
+                                                   config_source=i8(e.source), is_sensitive=e.is_sensitive)
+                      for e in topic_config_entries(overrides, context.services.config.properties)))
+
+
+async def handle(request, context: RequestContext) -> object:
     metadata = context.services.metadata
+    schema = context.response
+    validate_only = getattr(request, "validate_only", False)
     counts = Counter(topic.name for topic in request.topics)
     results = []
     for topic in request.topics:
         if counts[topic.name] > 1:
-            results.append(CreatableTopicResult(name=topic.name, error_code=ErrorCode.invalid_request,
-                                                error_message="Duplicate topic name in the request."))
+            results.append(schema.CreatableTopicResult(name=topic.name, error_code=ErrorCode.invalid_request,
+                                                       error_message="Duplicate topic name in the request."))
             continue
         new_topic = NewTopic(
             name=topic.name, num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
@@ -27,10 +52,10 @@ async def handle(request: CreateTopicsRequest, context: RequestContext) -> Creat
             assignments={a.partition_index: tuple(a.broker_ids) for a in topic.assignments},
         )
         try:
-            await metadata.create_topic(new_topic, validate_only=request.validate_only)
+            created = await metadata.create_topic(new_topic, validate_only=validate_only)
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this topic
             code, message = to_error(exc)
-            results.append(CreatableTopicResult(name=topic.name, error_code=code, error_message=message))
+            results.append(schema.CreatableTopicResult(name=topic.name, error_code=code, error_message=message))
             continue
-        results.append(CreatableTopicResult(name=topic.name, error_code=ErrorCode.none, error_message=None))
-    return CreateTopicsResponse(throttle_time=datetime.timedelta(0), topics=tuple(results))
+        results.append(_created(context, topic.name, None if validate_only else created, topic))
+    return schema.CreateTopicsResponse(throttle_time=_NO_THROTTLE, topics=tuple(results))

@@ -1,10 +1,8 @@
-"""DeleteGroups v1: deletes Empty groups with their offsets; NON_EMPTY_GROUP while members are active,
+"""DeleteGroups v0-v2: deletes Empty groups with their offsets; NON_EMPTY_GROUP while members are active,
 GROUP_ID_NOT_FOUND for unknown groups, coordinator errors per group."""
 
 import datetime
 
-from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
-from kio.schema.delete_groups.v1.response import DeletableGroupResult, DeleteGroupsResponse
 from kio.schema.errors import ErrorCode
 
 from brokerd.groups.errors import GroupError
@@ -24,6 +22,8 @@ async def _delete(group_id: str, context: RequestContext) -> ErrorCode:
     return ErrorCode.none if error is None else error_code(error)
 
 
-async def handle(request: DeleteGroupsRequest, context: RequestContext) -> DeleteGroupsResponse:
-    results = [DeletableGroupResult(group_id=g, error_code=await _delete(g, context)) for g in request.groups_names]
-    return DeleteGroupsResponse(throttle_time=_NO_THROTTLE, results=tuple(results))
+async def handle(request, context: RequestContext) -> object:
+    schema = context.response
+    results = [schema.DeletableGroupResult(group_id=g, error_code=await _delete(g, context))
+               for g in request.groups_names]
+    return schema.DeleteGroupsResponse(throttle_time=_NO_THROTTLE, results=tuple(results))

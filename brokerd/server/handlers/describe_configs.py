@@ -1,20 +1,18 @@
-"""DescribeConfigs v1: every topic config (override > broker default > Kafka default) or this broker's."""
+"""DescribeConfigs v0-v4: every topic config (override > broker default > Kafka default) or this broker's.
+
+Per-version fields: v0 says `is_default` where v1+ says the config source and may list synonyms; v3+
+answers each config's type and, when asked, its documentation.
+"""
 
 import datetime
 
-from kio.schema.describe_configs.v1.request import DescribeConfigsRequest
-from kio.schema.describe_configs.v1.response import (
-    DescribeConfigsResourceResult,
-    DescribeConfigsResponse,
-    DescribeConfigsResult,
-    DescribeConfigsSynonym,
-)
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._configs import (
     BROKER_RESOURCE,
+    DEFAULT_CONFIG,
     TOPIC_RESOURCE,
     ConfigEntry,
     broker_config_entries,
@@ -22,18 +20,20 @@ from brokerd.server.handlers._configs import (
 )
 
 
-def _result(resource: object, error: ErrorCode, message: str | None,
-            entries: list[ConfigEntry], include_synonyms: bool) -> DescribeConfigsResult:
+def _result(context: RequestContext, resource: object, error: ErrorCode, message: str | None,
+            entries: list[ConfigEntry], include_synonyms: bool, include_documentation: bool) -> object:
+    schema = context.response
     keys = resource.configuration_keys  # type: ignore[attr-defined]
     wanted = None if keys is None else set(keys)  # null: all; empty: none (kafka-python relies on it)
-    return DescribeConfigsResult(
+    return schema.DescribeConfigsResult(
         error_code=error, error_message=message,
         resource_type=resource.resource_type, resource_name=resource.resource_name,  # type: ignore[attr-defined]
         configs=tuple(
-            DescribeConfigsResourceResult(
+            schema.DescribeConfigsResourceResult(
                 name=e.name, value=e.value, read_only=False, config_source=i8(e.source),
-                is_sensitive=e.is_sensitive,
-                synonyms=tuple(DescribeConfigsSynonym(name=n, value=v, source=i8(s)) for n, v, s in e.synonyms)
+                is_default=e.source == DEFAULT_CONFIG, is_sensitive=e.is_sensitive,
+                config_type=i8(e.config_type), documentation=e.documentation if include_documentation else None,
+                synonyms=tuple(schema.DescribeConfigsSynonym(name=n, value=v, source=i8(s)) for n, v, s in e.synonyms)
                 if include_synonyms else (),
             )
             for e in entries if wanted is None or e.name in wanted
@@ -41,7 +41,7 @@ def _result(resource: object, error: ErrorCode, message: str | None,
     )
 
 
-async def handle(request: DescribeConfigsRequest, context: RequestContext) -> DescribeConfigsResponse:
+async def handle(request, context: RequestContext) -> object:
     services = context.services
     results = []
     for resource in request.resources:
@@ -60,5 +60,6 @@ async def handle(request: DescribeConfigsRequest, context: RequestContext) -> De
                 entries = broker_config_entries(services.config)
         else:
             error, message = ErrorCode.invalid_request, f"Unsupported resource type {resource.resource_type}"
-        results.append(_result(resource, error, message, entries, request.include_synonyms))
-    return DescribeConfigsResponse(throttle_time=datetime.timedelta(0), results=tuple(results))
+        results.append(_result(context, resource, error, message, entries, getattr(request, "include_synonyms", False),
+                               getattr(request, "include_documentation", False)))
+    return context.response.DescribeConfigsResponse(throttle_time=datetime.timedelta(0), results=tuple(results))

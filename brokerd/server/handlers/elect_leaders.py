@@ -1,10 +1,8 @@
-"""ElectLeaders v1: preferred (0) or unclean (1) leader election, decided by the controller (cluster)
+"""ElectLeaders v0-v2: preferred (0) or unclean (1, v1+) leader election, decided by the controller (cluster)
 or answered ELECTION_NOT_NEEDED (standalone: every partition has its only possible leader)."""
 
 import datetime
 
-from kio.schema.elect_leaders.v1.request import ElectLeadersRequest
-from kio.schema.elect_leaders.v1.response import ElectLeadersResponse, PartitionResult, ReplicaElectionResult
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32
 
@@ -12,16 +10,18 @@ from brokerd.protocol.errors import error_code
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
 
-_ELECTION_TYPES = {0: "preferred", 1: "unclean"}
+PREFERRED = 0
+_ELECTION_TYPES = {PREFERRED: "preferred", 1: "unclean"}
 _MESSAGES = {ErrorCode.election_not_needed: "Leader is already the preferred replica"}
 
 
-async def handle(request: ElectLeadersRequest, context: RequestContext) -> ElectLeadersResponse:
+async def handle(request, context: RequestContext) -> object:
     metadata = context.services.metadata
-    election_type = _ELECTION_TYPES.get(request.election_type)
+    schema = context.response
+    election_type = _ELECTION_TYPES.get(getattr(request, "election_type", PREFERRED))
     wanted = (None if request.topic_partitions is None
               else [(t.topic, int(p)) for t in request.topic_partitions for p in t.partitions])
-    by_topic: dict[str, list[PartitionResult]] = {}
+    by_topic: dict[str, list[object]] = {}
     if election_type is None:
         top_error = ErrorCode.invalid_request
     else:
@@ -34,9 +34,9 @@ async def handle(request: ElectLeadersRequest, context: RequestContext) -> Elect
             top_error = code
         for topic, partition, error in results:
             code = ErrorCode.none if error is None else error_code(error)
-            by_topic.setdefault(topic, []).append(PartitionResult(
+            by_topic.setdefault(topic, []).append(schema.PartitionResult(
                 partition_id=i32(partition), error_code=code, error_message=_MESSAGES.get(code, error)))
-    return ElectLeadersResponse(throttle_time=datetime.timedelta(0), error_code=top_error,
+    return schema.ElectLeadersResponse(throttle_time=datetime.timedelta(0), error_code=top_error,
                                 replica_election_results=tuple(
-                                    ReplicaElectionResult(topic=t, partition_result=tuple(r))
+                                    schema.ReplicaElectionResult(topic=t, partition_result=tuple(r))
                                     for t, r in by_topic.items()))

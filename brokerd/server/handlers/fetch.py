@@ -1,122 +1,144 @@
-"""Fetch v11: stored batches served verbatim, as storage file regions the connection `sendfile`s.
+"""Fetch v0-v17: stored batches served verbatim, as storage file regions the connection `sendfile`s.
 
 Long poll: if fewer than `min_bytes` are available (and no partition errored), wait for an append to
-one of the fetched partitions or `max_wait`, then read again. `max_bytes` bounds the whole response and
-`partition_max_bytes` each partition, except that the first non-empty partition always returns at least
-one whole batch (KIP-74). No fetch sessions (KIP-227): the response's session_id is always 0, which
-every client accepts as "sessionless". Read uncommitted = read committed: there are no transactions.
+one of the fetched partitions or `max_wait`, then read again. `max_bytes` (v3+) bounds the whole response
+and `partition_max_bytes` each partition, except that the first non-empty partition always returns at
+least one whole batch (KIP-74). No fetch sessions (KIP-227): the response's session_id is always 0,
+which every client accepts as "sessionless". Read uncommitted = read committed: there are no
+transactions.
 
-Consumers read up to the high watermark. A replica Fetch (`replica_id` >= 0, from a follower's
-`ReplicaFetcher`) reads up to the log end offset, and its fetch offsets are the follower's log end
-offsets: the replica manager records them first (which may move the high watermark and complete
-acks=all produces, or expand the ISR). Both check `current_leader_epoch` (FENCED_LEADER_EPOCH /
-UNKNOWN_LEADER_EPOCH) and need this broker to lead the partition (NOT_LEADER_OR_FOLLOWER).
+Consumers read up to the high watermark. A replica Fetch (`replica_id` >= 0, or `replica_state` from
+v15, from a follower's `ReplicaFetcher`) reads up to the log end offset, and its fetch offsets are the
+follower's log end offsets: the replica manager records them first (which may move the high watermark
+and complete acks=all produces, or expand the ISR). Both check `current_leader_epoch` (v9+;
+FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH) and need this broker to lead the partition
+(NOT_LEADER_OR_FOLLOWER, with the current leader from v12).
 
-The response is encoded by hand (non-flexible v11 layout below) so records never pass through Python
-buffers::
+Per-version meaning:
 
-    throttle_time_ms i32 | error_code i16 | session_id i32 | [topics] i32 count:
-      topic string (i16 length) | [partitions] i32 count:
-        partition_index i32 | error_code i16 | high_watermark i64 | last_stable_offset i64 |
-        log_start_offset i64 | aborted_transactions i32 count (0) | preferred_read_replica i32 (-1) |
-        records i32 length + bytes
+* v0-v3 read legacy message sets: the stored batches are down-converted (`brokerd.records.legacy`;
+  magic 0 for v0-v1, magic 1 for v2-v3), the only case where fetched records pass through Python.
+* v12+ may send `last_fetched_epoch`: if the fetcher's log diverges from this leader's (its epoch ends
+  here before the fetch offset, or is unknown here), the answer is `diverging_epoch` (where that epoch
+  ends here) and no records, as Kafka's `Partition.fetchRecords`; the fetcher truncates to it.
+* v13+ names topics by id (UNKNOWN_TOPIC_ID if none has it).
+
+The response is laid out by `brokerd.protocol.fetch_response`; `preferred_read_replica` (v11+) is always
+-1: this broker serves the read.
 """
 
 import asyncio
-import struct
-from dataclasses import dataclass
+import uuid
 
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v11.request import FetchRequest
 
+from brokerd.metadata.image import NO_TOPIC_ID
+from brokerd.protocol import fetch_response as wire
+from brokerd.records import legacy
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
-from brokerd.server.response import Chunk, FileChunk, RawResponse
+from brokerd.server.response import RawResponse
+from brokerd.storage.log import read_bytes
 
-_RESPONSE_HEAD = struct.Struct(">ihii")
-_TOPIC_HEAD = struct.Struct(">h")
-_COUNT = struct.Struct(">i")
-_PARTITION = struct.Struct(">ihqqqiii")
-_NO_PREFERRED_REPLICA = -1
-
-
-@dataclass(slots=True)
-class _PartitionRead:
-    index: int
-    error: ErrorCode
-    high_watermark: int = -1
-    log_start_offset: int = -1
-    region: FileChunk | None = None
+NO_LIMIT = 2**31 - 1
+LEGACY_MAX_VERSION = 3
+"""The last version that reads legacy message sets (Fetch v4 brought record batches v2)."""
+_LEADER_MOVED = (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch)
 
 
-def _read_all(request: FetchRequest, context: RequestContext, first_pass: bool
-              ) -> tuple[list[tuple[str, list[_PartitionRead]]], int, bool]:
-    """One pass over every requested partition: (results, bytes found, any error)."""
+def _replica_id(request) -> int:
+    state = getattr(request, "replica_state", None)
+    return state.replica_id if state is not None else getattr(request, "replica_id", -1)
+
+
+def _resolve_topics(request, context: RequestContext) -> list[tuple[str | None, uuid.UUID, list]]:
+    """(name or None if unknown, topic id, requested partitions) per requested topic."""
+    image = context.services.metadata.image
+    resolved = []
+    for topic in request.topics:
+        topic_id = getattr(topic, "topic_id", NO_TOPIC_ID)
+        if context.version >= wire.TOPIC_ID_VERSION:
+            known = image.topic_by_id(topic_id)
+            resolved.append((None if known is None else known.name, topic_id, list(topic.partitions)))
+        else:
+            resolved.append((topic.topic, topic_id, list(topic.partitions)))
+    return resolved
+
+
+def _read_all(request, context: RequestContext, topics: list[tuple[str | None, uuid.UUID, list]], first_pass: bool
+              ) -> tuple[list[wire.TopicAnswer], int, bool]:
+    """One pass over every requested partition: (answers, bytes found, any error)."""
     partitions = context.services.partitions
-    replica_id = request.replica_id
+    replica_id = _replica_id(request)
     from_follower = replica_id >= 0
-    budget = request.max_bytes
+    legacy_magic = legacy.magic_for_fetch(context.version) if context.version <= LEGACY_MAX_VERSION else None
+    budget = getattr(request, "max_bytes", NO_LIMIT)
     total = 0
     errored = False
-    results = []
-    for topic in request.topics:
-        reads = []
-        for requested in topic.partitions:
+    answers = []
+    for name, topic_id, requested_partitions in topics:
+        answer = wire.TopicAnswer(name or "", topic_id)
+        for requested in requested_partitions:
+            if name is None:
+                errored = True
+                answer.partitions.append(wire.PartitionAnswer(requested.partition, ErrorCode.unknown_topic_id))
+                continue
             try:
-                partition = partitions.get(topic.topic, requested.partition)
-                partition.check_leader_epoch(requested.current_leader_epoch)
+                partition = partitions.get(name, requested.partition)
+                partition.check_leader_epoch(getattr(requested, "current_leader_epoch", -1))
                 if from_follower and first_pass:
                     partitions.record_follower_fetch(partition, replica_id, requested.fetch_offset)
-                high_watermark = partition.high_watermark
+                read = wire.PartitionAnswer(requested.partition, ErrorCode.none, partition.high_watermark,
+                                            partition.high_watermark, partition.log_start_offset)
+                last_fetched_epoch = getattr(requested, "last_fetched_epoch", -1)
+                if last_fetched_epoch >= 0:
+                    epoch, end_offset = partition.end_offset_for_epoch(last_fetched_epoch)
+                    if epoch < last_fetched_epoch or end_offset < requested.fetch_offset:
+                        read.diverging_epoch = (epoch, end_offset)
+                        answer.partitions.append(read)
+                        continue
                 limit = min(requested.partition_max_bytes, budget)
-                region = None
                 if limit > 0 or total == 0:
                     region = partition.read(requested.fetch_offset, max(limit, 1), up_to_log_end=from_follower)
-                read = _PartitionRead(requested.partition, ErrorCode.none, high_watermark,
-                                      partition.log_start_offset, region)
+                    if region is not None:
+                        total += region.length
+                        budget -= region.length
+                        read.records = (region if legacy_magic is None else
+                                        legacy.from_batches(read_bytes(region), legacy_magic, requested.fetch_offset))
             except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this partition
                 errored = True
-                reads.append(_PartitionRead(requested.partition, to_error_code(exc)))
-                continue
-            if read.region is not None:
-                total += read.region.length
-                budget -= read.region.length
-            reads.append(read)
-        results.append((topic.topic, reads))
-    return results, total, errored
+                read = wire.PartitionAnswer(requested.partition, to_error_code(exc))
+                if read.error_code in _LEADER_MOVED:
+                    read.current_leader = _current_leader(context, name, requested.partition)
+            answer.partitions.append(read)
+        answers.append(answer)
+    return answers, total, errored
 
 
-def _encode(results: list[tuple[str, list[_PartitionRead]]]) -> RawResponse:
-    chunks: list[Chunk] = []
-    head = bytearray(_RESPONSE_HEAD.pack(0, ErrorCode.none, 0, len(results)))
-    for topic, reads in results:
-        name = topic.encode()
-        head += _TOPIC_HEAD.pack(len(name))
-        head += name
-        head += _COUNT.pack(len(reads))
-        for read in reads:
-            length = read.region.length if read.region is not None else 0
-            head += _PARTITION.pack(read.index, read.error, read.high_watermark, read.high_watermark,
-                                    read.log_start_offset, 0, _NO_PREFERRED_REPLICA, length)
-            if length:
-                chunks.append(bytes(head))
-                chunks.append(read.region)  # type: ignore[arg-type]
-                head = bytearray()
-    if head:
-        chunks.append(bytes(head))
-    size = sum(len(c) if isinstance(c, bytes) else c.length for c in chunks)
-    return RawResponse(chunks, size)
+def _current_leader(context: RequestContext, topic: str, index: int) -> tuple[int, int]:
+    assignment = context.services.metadata.image.partition(topic, index)
+    return (-1, -1) if assignment is None else (assignment.leader_id, assignment.leader_epoch)
 
 
-async def handle(request: FetchRequest, context: RequestContext) -> RawResponse:
+def _node_endpoints(context: RequestContext, answers: list[wire.TopicAnswer]) -> list[wire.NodeEndpoint]:
+    """The brokers named as current leaders (v16+, KIP-951), so a client can go there at once."""
+    image = context.services.metadata.image
+    leaders = {p.current_leader[0] for a in answers for p in a.partitions if p.current_leader is not None}
+    return [wire.NodeEndpoint(b.node_id, b.host, b.port, b.rack) for b in image.live_brokers if b.node_id in leaders]
+
+
+async def handle(request, context: RequestContext) -> RawResponse:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait.total_seconds()
-    keys = [(t.topic, p.partition) for t in request.topics for p in t.partitions]
+    topics = _resolve_topics(request, context)
+    keys = [(name, p.partition) for name, _, partitions in topics if name is not None for p in partitions]
     first_pass = True
     while True:
-        results, total, errored = _read_all(request, context, first_pass)
+        answers, total, errored = _read_all(request, context, topics, first_pass)
         first_pass = False
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or remaining <= 0 or not keys:
-            return _encode(results)
+            chunks, size = wire.encode_fetch_response(context.version, answers,
+                                                      node_endpoints=_node_endpoints(context, answers))
+            return RawResponse(chunks, size)  # type: ignore[arg-type]
         await context.services.partitions.waiters.wait(keys, remaining)

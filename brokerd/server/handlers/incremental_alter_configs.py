@@ -1,15 +1,10 @@
-"""IncrementalAlterConfigs v0: SET (0), DELETE (1), APPEND (2) and SUBTRACT (3, list configs only)
+"""IncrementalAlterConfigs v0-v1: SET (0), DELETE (1), APPEND (2) and SUBTRACT (3, list configs only)
 applied to a topic's current overrides. Broker configs are static."""
 
 import datetime
 from collections.abc import Mapping
 
 from kio.schema.errors import ErrorCode
-from kio.schema.incremental_alter_configs.v0.request import IncrementalAlterConfigsRequest
-from kio.schema.incremental_alter_configs.v0.response import (
-    AlterConfigsResourceResponse,
-    IncrementalAlterConfigsResponse,
-)
 
 from brokerd.metadata.errors import InvalidConfigError, UnknownTopicError
 from brokerd.server.context import RequestContext
@@ -51,8 +46,7 @@ def apply_operations(current: Mapping[str, str], operations: tuple, broker_prope
     return overrides
 
 
-async def handle(request: IncrementalAlterConfigsRequest, context: RequestContext
-                 ) -> IncrementalAlterConfigsResponse:
+async def handle(request, context: RequestContext) -> object:
     services = context.services
     responses = []
     for resource in request.resources:
@@ -70,7 +64,8 @@ async def handle(request: IncrementalAlterConfigsRequest, context: RequestContex
                                                           validate_only=request.validate_only)
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this resource
             error, message = to_error(exc)
-        responses.append(AlterConfigsResourceResponse(error_code=error, error_message=message,
+        responses.append(context.response.AlterConfigsResourceResponse(error_code=error, error_message=message,
                                                       resource_type=resource.resource_type,
                                                       resource_name=resource.resource_name))
-    return IncrementalAlterConfigsResponse(throttle_time=datetime.timedelta(0), responses=tuple(responses))
+    return context.response.IncrementalAlterConfigsResponse(throttle_time=datetime.timedelta(0),
+                                                            responses=tuple(responses))

@@ -1,85 +1,102 @@
-"""Metadata v4: brokers, controller, cluster id and topic leadership; auto-creates topics when both the
-request and `auto.create.topics.enable` allow it (with `num.partitions`, `default.replication.factor`)."""
+"""Metadata v0-v12: brokers, controller, cluster id and topic leadership; auto-creates topics when both the
+request and `auto.create.topics.enable` allow it (with `num.partitions`, `default.replication.factor`).
+
+Per-version meaning: v0 asks for every topic with an empty list (v1+: with null; empty means none); v0-v3
+cannot refuse auto-creation (v4 adds `allow_auto_topic_creation`); v10+ answers topic ids, v12 may ask by
+topic id alone (null name; UNKNOWN_TOPIC_ID if no topic has it); v8+ answers authorized operations when
+asked. Fields a version lacks (rack v1, cluster id v2, offline replicas v5, leader epoch v7) are dropped
+by the response schema.
+"""
 
 import contextlib
 import datetime
+import uuid
 
 from kio.schema.errors import ErrorCode
-from kio.schema.metadata.v4.request import MetadataRequest
-from kio.schema.metadata.v4.response import (
-    MetadataResponse,
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
-)
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i32
 
 from brokerd.metadata.errors import MetadataError, UnknownTopicError
-from brokerd.metadata.image import NewTopic, TopicMetadata
+from brokerd.metadata.image import NO_TOPIC_ID, ClusterImage, NewTopic, TopicMetadata
 from brokerd.server.context import RequestContext
+from brokerd.server.handlers._authorized import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized
 from brokerd.server.handlers._errors import to_error_code
 from kafkaspec.topic_names import is_internal
 
 _NO_THROTTLE = datetime.timedelta(0)
 
 
-def _topic_response(topic: TopicMetadata) -> MetadataResponseTopic:
-    return MetadataResponseTopic(
-        error_code=ErrorCode.none, name=TopicName(topic.name), is_internal=is_internal(topic.name),
+def _topic_response(context: RequestContext, image: ClusterImage, topic: TopicMetadata, operations: i32) -> object:
+    schema = context.response
+    live = {b.node_id for b in image.live_brokers}
+    return schema.MetadataResponseTopic(
+        error_code=ErrorCode.none, name=TopicName(topic.name), topic_id=topic.uuid, is_internal=is_internal(topic.name),
+        topic_authorized_operations=operations,
         partitions=tuple(
-            MetadataResponsePartition(
+            schema.MetadataResponsePartition(
                 error_code=ErrorCode.none, partition_index=i32(p.partition), leader_id=BrokerId(p.leader_id),
-                replica_nodes=tuple(BrokerId(n) for n in p.replicas),
+                leader_epoch=i32(p.leader_epoch), replica_nodes=tuple(BrokerId(n) for n in p.replicas),
                 isr_nodes=tuple(BrokerId(n) for n in p.isr),
+                offline_replicas=tuple(BrokerId(n) for n in p.replicas if n not in live),
             )
             for p in topic.partitions
         ),
     )
 
 
-def _error_topic(name: str, error: ErrorCode) -> MetadataResponseTopic:
-    return MetadataResponseTopic(error_code=error, name=TopicName(name), partitions=())
+def _error_topic(context: RequestContext, name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> object:
+    return context.response.MetadataResponseTopic(error_code=error, name=name, topic_id=topic_id, partitions=())
 
 
-async def handle(request: MetadataRequest, context: RequestContext) -> MetadataResponse:
-    services = context.services
-    image = services.metadata.image
-    if request.topics is None:
-        topics = tuple(_topic_response(t) for t in image.topics.values())
-    else:
-        auto_create = request.allow_auto_topic_creation and services.config.auto_create_topics_enable
-        results = []
-        for requested in request.topics:
-            name = requested.name
-            topic = services.metadata.image.topics.get(name)
-            if topic is None and auto_create:
-                try:
-                    topic = await services.metadata.create_topic(
-                        NewTopic(name=name, num_partitions=-1, replication_factor=-1, configs={}))
-                except Exception as exc:  # noqa: BLE001 - the error goes on the wire per topic
-                    if getattr(exc, "kafka_error", None) != "TOPIC_ALREADY_EXISTS":
-                        results.append(_error_topic(name, to_error_code(exc)))
-                        continue
-                    # Created meanwhile (cluster: our image lags the control plane): read it again; if it
-                    # is still not here, a retriable LEADER_NOT_AVAILABLE, as Kafka answers a new topic.
-                    with contextlib.suppress(MetadataError):
-                        await services.metadata.refresh()
-                    topic = services.metadata.image.topics.get(name)
-                    if topic is None:
-                        results.append(_error_topic(name, ErrorCode.leader_not_available))
-                        continue
+async def _requested_topic(context: RequestContext, requested, auto_create: bool, operations: i32) -> object:
+    metadata = context.services.metadata
+    name = requested.name
+    if name is None:  # v12: by topic id
+        topic_id = getattr(requested, "topic_id", NO_TOPIC_ID)
+        topic = metadata.image.topic_by_id(topic_id)
+        if topic is None:
+            return _error_topic(context, None, topic_id, ErrorCode.unknown_topic_id)
+        return _topic_response(context, metadata.image, topic, operations)
+    topic = metadata.image.topics.get(name)
+    if topic is None and auto_create:
+        try:
+            topic = await metadata.create_topic(NewTopic(name=name, num_partitions=-1, replication_factor=-1,
+                                                         configs={}))
+        except Exception as exc:  # noqa: BLE001 - the error goes on the wire per topic
+            if getattr(exc, "kafka_error", None) != "TOPIC_ALREADY_EXISTS":
+                return _error_topic(context, name, NO_TOPIC_ID, to_error_code(exc))
+            # Created meanwhile (cluster: our image lags the control plane): read it again; if it is
+            # still not here, a retriable LEADER_NOT_AVAILABLE, as Kafka answers a new topic.
+            with contextlib.suppress(MetadataError):
+                await metadata.refresh()
+            topic = metadata.image.topics.get(name)
             if topic is None:
-                results.append(_error_topic(name, to_error_code(UnknownTopicError())))
-            else:
-                results.append(_topic_response(topic))
-        topics = tuple(results)
+                return _error_topic(context, name, NO_TOPIC_ID, ErrorCode.leader_not_available)
+    if topic is None:
+        return _error_topic(context, name, NO_TOPIC_ID, to_error_code(UnknownTopicError()))
+    return _topic_response(context, metadata.image, topic, operations)
+
+
+async def handle(request, context: RequestContext) -> object:
+    services = context.services
+    operations = authorized(getattr(request, "include_topic_authorized_operations", False), TOPIC_OPERATIONS)
+    all_topics = request.topics is None or (context.version == 0 and not request.topics)
+    if all_topics:
         image = services.metadata.image
-    return MetadataResponse(
+        topics = tuple(_topic_response(context, image, t, operations) for t in image.topics.values())
+    else:
+        auto_create = getattr(request, "allow_auto_topic_creation", True) and services.config.auto_create_topics_enable
+        topics = tuple([await _requested_topic(context, requested, auto_create, operations)
+                        for requested in request.topics])
+        image = services.metadata.image
+    return context.response.MetadataResponse(
         throttle_time=_NO_THROTTLE,
-        brokers=tuple(MetadataResponseBroker(node_id=BrokerId(b.node_id), host=b.host, port=i32(b.port),
-                                             rack=b.rack) for b in image.live_brokers),
+        brokers=tuple(context.response.MetadataResponseBroker(node_id=BrokerId(b.node_id), host=b.host,
+                                                              port=i32(b.port), rack=b.rack)
+                      for b in image.live_brokers),
         cluster_id=image.cluster_id,
         controller_id=BrokerId(image.controller_id),
         topics=topics,
+        cluster_authorized_operations=authorized(getattr(request, "include_cluster_authorized_operations", False),
+                                                 CLUSTER_OPERATIONS),
     )

@@ -5,12 +5,6 @@ Group-level refusals (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, coordinator errors) l
 import datetime
 
 from kio.schema.errors import ErrorCode
-from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
-from kio.schema.offset_delete.v0.response import (
-    OffsetDeleteResponse,
-    OffsetDeleteResponsePartition,
-    OffsetDeleteResponseTopic,
-)
 
 from brokerd.groups.errors import GroupError
 from brokerd.protocol.errors import error_code
@@ -21,17 +15,18 @@ from brokerd.server.handlers._groups import split_unknown
 _NO_THROTTLE = datetime.timedelta(0)
 
 
-async def handle(request: OffsetDeleteRequest, context: RequestContext) -> OffsetDeleteResponse:
+async def handle(request, context: RequestContext) -> object:
+    schema = context.response
     codes, known = split_unknown(context.services.metadata.image, request.topics)
     try:
         results = await context.services.groups.coordinator_for(request.group_id).delete_offsets(
             request.group_id, known)
     except GroupError as exc:
-        return OffsetDeleteResponse(error_code=to_error_code(exc), throttle_time=_NO_THROTTLE, topics=())
+        return schema.OffsetDeleteResponse(error_code=to_error_code(exc), throttle_time=_NO_THROTTLE, topics=())
     codes.update({tp: ErrorCode.none if e is None else error_code(e) for tp, e in results.items()})
-    return OffsetDeleteResponse(error_code=ErrorCode.none, throttle_time=_NO_THROTTLE, topics=tuple(
-        OffsetDeleteResponseTopic(name=topic.name, partitions=tuple(
-            OffsetDeleteResponsePartition(partition_index=p.partition_index,
+    return schema.OffsetDeleteResponse(error_code=ErrorCode.none, throttle_time=_NO_THROTTLE, topics=tuple(
+        schema.OffsetDeleteResponseTopic(name=topic.name, partitions=tuple(
+            schema.OffsetDeleteResponsePartition(partition_index=p.partition_index,
                                           error_code=codes[(topic.name, p.partition_index)])
             for p in topic.partitions))
         for topic in request.topics))

@@ -1,4 +1,4 @@
-"""Produce v7: one magic-2 batch per partition, appended as leader; acks 0 sends no response.
+"""Produce v0-v11: one batch per partition, appended as leader; acks 0 sends no response.
 
 Per batch, never per record: the partition layer reads the 61-byte header and storage checks the CRC;
 record bodies (compressed or not) are stored as received. acks=-1 (all) first checks the ISR against
@@ -7,20 +7,29 @@ manager's purgatory until the high watermark passes the batch (NOT_ENOUGH_REPLIC
 ISR shrank below the minimum meanwhile, REQUEST_TIMED_OUT after the request's `timeout`,
 NOT_LEADER_OR_FOLLOWER if leadership moved). With a one-replica ISR that is immediate. Internal topics
 (`__consumer_offsets`) are written by their coordinators only: clients get INVALID_TOPIC_EXCEPTION, as in Kafka.
+
+Per-version meaning (Kafka 3.9's `ProduceRequest.validateRecords` and `LogValidator`):
+
+* v0-v2 may carry a legacy message set (magic 0/1, pre-0.11 clients): it is up-converted into one v2
+  batch (`brokerd.records.legacy`) before the append; v3+ must carry a magic-2 batch (INVALID_RECORD).
+* zstd needs v7+ (UNSUPPORTED_COMPRESSION_TYPE below).
+* v8+ answers the record that broke a record-level rule (`record_errors`, `error_message`).
+* v10+ names the current leader and its endpoint on NOT_LEADER_OR_FOLLOWER (KIP-951).
+
+Fields a version lacks (throttle time v1, log append time v2, log start offset v5) are dropped by the
+response schema.
 """
 
 import datetime
 
 from kio.schema.errors import ErrorCode
-from kio.schema.produce.v7.request import ProduceRequest
-from kio.schema.produce.v7.response import (
-    PartitionProduceResponse,
-    ProduceResponse,
-    TopicProduceResponse,
-)
+from kio.schema.types import BrokerId
 from kio.static.primitive import i32, i64
 
+from brokerd.errors import UnsupportedCompressionTypeError
 from brokerd.protocol.errors import error_code
+from brokerd.records import batch as rb
+from brokerd.records import legacy
 from brokerd.replication.replica_manager import PendingAck
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
@@ -30,42 +39,94 @@ from kafkaspec.topic_names import is_internal
 _NO_THROTTLE = datetime.timedelta(0)
 _VALID_ACKS = (0, 1, -1)
 _UTC = datetime.UTC
+LEGACY_MAX_VERSION = 2
+"""The last version that may carry a legacy (magic 0/1) message set."""
+ZSTD_MIN_VERSION = 7
 
 
-def _error(index: int, error: ErrorCode) -> PartitionProduceResponse:
-    return PartitionProduceResponse(index=i32(index), error_code=error, base_offset=i64(-1))
+def _records_for_append(records: bytes, version: int) -> bytes:
+    """The v2 batch to append: legacy message sets (v0-v2) up-converted; zstd refused below v7."""
+    if version <= LEGACY_MAX_VERSION and legacy.is_message_set(records):
+        return legacy.to_batch(records)
+    if version < ZSTD_MIN_VERSION and len(records) >= rb.HEADER_SIZE and rb.read_header(records).codec == rb.ZSTD:
+        raise UnsupportedCompressionTypeError(f"Produce v{version} may not carry zstd batches (v7+ may)")
+    return records
 
 
-async def handle(request: ProduceRequest, context: RequestContext) -> ProduceResponse | object:
+class _Answer:
+    """The response entries of one request, built with the request version's schema."""
+
+    def __init__(self, context: RequestContext) -> None:
+        self._context = context
+        self._endpoints: dict[int, object] = {}
+
+    def error(self, topic: str, index: int, error: ErrorCode, exc: Exception | None = None) -> object:
+        schema = self._context.response
+        extra: dict[str, object] = {}
+        record_index = getattr(exc, "record_index", None)
+        if record_index is not None:
+            extra["record_errors"] = (schema.BatchIndexAndErrorMessage(batch_index=i32(record_index),
+                                                                       batch_index_error_message=str(exc)),)
+        if exc is not None and schema.has("PartitionProduceResponse", "error_message"):
+            extra["error_message"] = str(exc) or None
+        if error == ErrorCode.not_leader_or_follower and schema.has("PartitionProduceResponse", "current_leader"):
+            extra["current_leader"] = self._current_leader(topic, index)
+        return schema.PartitionProduceResponse(index=i32(index), error_code=error, base_offset=i64(-1), **extra)
+
+    def _current_leader(self, topic: str, index: int) -> object:
+        schema = self._context.response
+        image = self._context.services.metadata.image
+        assignment = image.partition(topic, index)
+        if assignment is None:
+            return schema.LeaderIdAndEpoch(leader_id=BrokerId(-1), leader_epoch=i32(-1))
+        broker = image.broker(assignment.leader_id)
+        if broker is not None:
+            self._endpoints[broker.node_id] = schema.NodeEndpoint(node_id=BrokerId(broker.node_id), host=broker.host,
+                                                                  port=i32(broker.port), rack=broker.rack)
+        return schema.LeaderIdAndEpoch(leader_id=BrokerId(assignment.leader_id),
+                                       leader_epoch=i32(assignment.leader_epoch))
+
+    def response(self, topics: list[tuple[str, list[object]]]) -> object:
+        schema = self._context.response
+        return schema.ProduceResponse(
+            responses=tuple(schema.TopicProduceResponse(name=name, partition_responses=tuple(results))
+                            for name, results in topics),
+            throttle_time=_NO_THROTTLE, node_endpoints=tuple(self._endpoints.values()))
+
+
+async def handle(request, context: RequestContext) -> object:
     partitions = context.services.partitions
-    if request.transactional_id is not None:
+    version = context.version
+    schema = context.response
+    answer = _Answer(context)
+    if getattr(request, "transactional_id", None) is not None:
         refusal: ErrorCode | None = ErrorCode.transactional_id_authorization_failed
     elif request.acks not in _VALID_ACKS:
         refusal = ErrorCode.invalid_required_acks
     else:
         refusal = None
-    responses: list[tuple[str, list[PartitionProduceResponse]]] = []
-    pending: list[tuple[list[PartitionProduceResponse], int, PendingAck]] = []
+    responses: list[tuple[str, list[object]]] = []
+    pending: list[tuple[str, list[object], int, PendingAck]] = []
     for topic in request.topic_data:
-        results = []
+        results: list[object] = []
         internal = is_internal(topic.name)
         for data in topic.partition_data:
             if refusal is not None or internal:
-                results.append(_error(data.index, refusal or ErrorCode.invalid_topic_exception))
+                results.append(answer.error(topic.name, data.index, refusal or ErrorCode.invalid_topic_exception))
                 continue
             if data.records is None:
-                results.append(_error(data.index, ErrorCode.corrupt_message))
+                results.append(answer.error(topic.name, data.index, ErrorCode.corrupt_message))
                 continue
             try:
                 partition = partitions.get(topic.name, data.index)
                 min_isr = partitions.min_insync_replicas(topic.name)
-                result = partition.append(data.records, request.acks, min_isr)
+                result = partition.append(_records_for_append(data.records, version), request.acks, min_isr)
             except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this partition
-                results.append(_error(data.index, to_error_code(exc)))
+                results.append(answer.error(topic.name, data.index, to_error_code(exc), exc))
                 continue
             if request.acks == -1:
-                pending.append((results, len(results), PendingAck(partition, result, min_isr)))
-            results.append(PartitionProduceResponse(
+                pending.append((topic.name, results, len(results), PendingAck(partition, result, min_isr)))
+            results.append(schema.PartitionProduceResponse(
                 index=i32(data.index), error_code=ErrorCode.none, base_offset=i64(result.base_offset),
                 log_append_time=(None if result.log_append_time_ms < 0 else
                                  datetime.datetime.fromtimestamp(result.log_append_time_ms / 1000, _UTC)),
@@ -75,10 +136,9 @@ async def handle(request: ProduceRequest, context: RequestContext) -> ProduceRes
     if request.acks == 0:
         return NO_RESPONSE
     if pending:
-        outcomes = await partitions.wait_for_acks([p for _, _, p in pending],
+        outcomes = await partitions.wait_for_acks([p for _, _, _, p in pending],
                                                   int(request.timeout.total_seconds() * 1000))
-        for (results, position, _), outcome in zip(pending, outcomes, strict=True):
+        for (name, results, position, _), outcome in zip(pending, outcomes, strict=True):
             if outcome is not None:
-                results[position] = _error(results[position].index, error_code(outcome))
-    return ProduceResponse(responses=tuple(TopicProduceResponse(name=name, partition_responses=tuple(results))
-                                           for name, results in responses), throttle_time=_NO_THROTTLE)
+                results[position] = answer.error(name, results[position].index, error_code(outcome))
+    return answer.response(responses)

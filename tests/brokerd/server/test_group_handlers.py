@@ -32,6 +32,7 @@ from kio.static.primitive import i8, i32, i64
 from brokerd.config import build_config
 from brokerd.metadata.image import NewTopic
 from brokerd.protocol.api_versions import SUPPORTED_APIS
+from brokerd.protocol.responses import response_schema
 from brokerd.protocol.messages import RequestHeader, message_codec
 from brokerd.records.builder import build_batch
 from brokerd.server.context import BrokerServices, RequestContext
@@ -51,9 +52,11 @@ class Client:
 
     async def send(self, request):
         api_key = type(request).__api_key__
-        version = SUPPORTED_APIS[api_key].implemented
-        assert type(request).__version__ == version
-        context = RequestContext(self.services, RequestHeader(api_key, version, 1, "test-client"), "127.0.0.1")
+        version = type(request).__version__
+        assert version in SUPPORTED_APIS[api_key]
+        codec = message_codec(api_key, version)
+        context = RequestContext(self.services, RequestHeader(api_key, version, 1, "test-client"), "127.0.0.1",
+                                 response_schema(codec.response_type))
         response = await HANDLERS[api_key](request, context)
         message_codec(api_key, version).encode_response(1, response)
         return response

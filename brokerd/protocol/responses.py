@@ -1,0 +1,61 @@
+"""Version-agnostic response building: handlers describe an answer once, every version keeps its fields.
+
+`ResponseSchema(response_type)` exposes the kio entity classes of one response version by their Kafka
+struct names (`schema.MetadataResponseTopic(...)`). A handler passes the values of every field any
+version has; each class keeps the fields its version has and drops the rest, and fields the handler does
+not pass take kio's default (tagged fields, fields with a JSON default). A field the version has, without
+a default, that the handler does not pass is a bug (TypeError), caught by the conformance table.
+
+    schema = ResponseSchema(load_response_schema(ApiKey.METADATA, 1))
+    schema.MetadataResponseTopic(error_code=..., name="t", topic_id=uuid, ...)  # v1 drops topic_id
+
+Where versions differ in meaning, not only in fields, the handler branches on the version explicitly.
+"""
+
+import dataclasses
+import sys
+from collections.abc import Callable
+from functools import cache
+
+
+class _EntityBuilder:
+    """Builds one kio entity class from keyword values, dropping those the class has no field for."""
+
+    __slots__ = ("entity_type", "fields")
+
+    def __init__(self, entity_type: type) -> None:
+        self.entity_type = entity_type
+        self.fields = frozenset(f.name for f in dataclasses.fields(entity_type))
+
+    def __call__(self, **values: object) -> object:
+        fields = self.fields
+        return self.entity_type(**{name: value for name, value in values.items() if name in fields})
+
+
+class ResponseSchema:
+    """The entity classes of one kio response version, by name; see the module docstring."""
+
+    def __init__(self, response_type: type) -> None:
+        module = sys.modules[response_type.__module__]
+        self.version: int = int(response_type.__version__)
+        self.flexible: bool = bool(response_type.__flexible__)
+        self._builders = {
+            name: _EntityBuilder(value) for name, value in vars(module).items()
+            if dataclasses.is_dataclass(value) and isinstance(value, type) and value.__module__ == module.__name__
+        }
+
+    def __getattr__(self, name: str) -> Callable[..., object]:
+        try:
+            return self._builders[name]
+        except KeyError:
+            raise AttributeError(f"response v{self.version} has no entity {name}") from None
+
+    def has(self, entity: str, field: str) -> bool:
+        """Whether this version's `entity` exists and has `field` (e.g. to skip work a version discards)."""
+        builder = self._builders.get(entity)
+        return builder is not None and field in builder.fields
+
+
+@cache
+def response_schema(response_type: type) -> ResponseSchema:
+    return ResponseSchema(response_type)

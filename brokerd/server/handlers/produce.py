@@ -62,16 +62,15 @@ class _Answer:
 
     def error(self, topic: str, index: int, error: ErrorCode, exc: Exception | None = None) -> object:
         schema = self._context.response
-        extra: dict[str, object] = {}
         record_index = getattr(exc, "record_index", None)
-        if record_index is not None:
-            extra["record_errors"] = (schema.BatchIndexAndErrorMessage(batch_index=i32(record_index),
-                                                                       batch_index_error_message=str(exc)),)
-        if exc is not None and schema.has("PartitionProduceResponse", "error_message"):
-            extra["error_message"] = str(exc) or None
+        record_errors = () if record_index is None else (
+            schema.BatchIndexAndErrorMessage(batch_index=i32(record_index), batch_index_error_message=str(exc)),)
+        extra = {}
         if error == ErrorCode.not_leader_or_follower and schema.has("PartitionProduceResponse", "current_leader"):
             extra["current_leader"] = self._current_leader(topic, index)
-        return schema.PartitionProduceResponse(index=i32(index), error_code=error, base_offset=i64(-1), **extra)
+        return schema.PartitionProduceResponse(index=i32(index), error_code=error, base_offset=i64(-1),
+                                               record_errors=record_errors,
+                                               error_message=None if exc is None else str(exc) or None, **extra)
 
     def _current_leader(self, topic: str, index: int) -> object:
         schema = self._context.response
@@ -130,7 +129,7 @@ async def handle(request, context: RequestContext) -> object:
                 index=i32(data.index), error_code=ErrorCode.none, base_offset=i64(result.base_offset),
                 log_append_time=(None if result.log_append_time_ms < 0 else
                                  datetime.datetime.fromtimestamp(result.log_append_time_ms / 1000, _UTC)),
-                log_start_offset=i64(result.log_start_offset),
+                log_start_offset=i64(result.log_start_offset), record_errors=(), error_message=None,
             ))
         responses.append((topic.name, results))
     if request.acks == 0:

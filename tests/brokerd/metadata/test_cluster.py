@@ -20,7 +20,8 @@ def image(version: int, leader: int = 1, isr=(1, 2, 3), fenced=()) -> dict:
             "brokers": [{"broker_id": b, "listeners": f"PLAINTEXT://127.0.0.1:{9000 + b}", "rack": None,
                          "state": "fenced" if b in fenced else "running", "registration_epoch": 1}
                         for b in (1, 2, 3)],
-            "topics": [{"name": "t", "topic_id": "4f0e2a6c-7d1b-4c4e-9a51-0d1f6b3e2a10", "configs": {"min.insync.replicas": "2"},
+            "topics": [{"name": "t", "topic_id": "4f0e2a6c-7d1b-4c4e-9a51-0d1f6b3e2a10",
+                        "configs": {"min.insync.replicas": "2"},
                         "partitions": [{"partition": 0, "replicas": [1, 2, 3], "isr": list(isr), "leader": leader,
                                         "leader_epoch": 4, "partition_epoch": 7}]}]}
 

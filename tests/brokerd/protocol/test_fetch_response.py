@@ -52,7 +52,8 @@ def expected(version: int) -> object:
         records = p.records.data if isinstance(p.records, FileRange) else p.records
         extra = {}
         if version >= 12 and p.diverging_epoch is not None:
-            extra["diverging_epoch"] = schema.EpochEndOffset(epoch=p.diverging_epoch[0], end_offset=p.diverging_epoch[1])
+            epoch, end_offset = p.diverging_epoch
+            extra["diverging_epoch"] = schema.EpochEndOffset(epoch=epoch, end_offset=end_offset)
         if version >= 12 and p.current_leader is not None:
             extra["current_leader"] = schema.LeaderIdAndEpoch(leader_id=p.current_leader[0],
                                                               leader_epoch=p.current_leader[1])

@@ -78,7 +78,8 @@ class ReplicaManager:
         self._started = True
         image = self._metadata.image
         # Topics deleted while this broker was down: their logs go before anything serves them.
-        self._log_manager.delete_stray_logs(image.cluster_id, self.node_id, image.topics.keys())
+        self._log_manager.delete_stray_logs(image.cluster_id, self.node_id,
+                                            {name: topic.uuid for name, topic in image.topics.items()})
         self._apply(image)
         self._isr_task = asyncio.get_running_loop().create_task(self._isr_loop(), name="isr-check")
 
@@ -214,7 +215,8 @@ class ReplicaManager:
                     continue
                 partition = self._partitions.get(key)
                 if partition is None:
-                    log_ = self._log_manager.get_or_create_log(name, assignment.partition, dict(topic.configs))
+                    log_ = self._log_manager.get_or_create_log(name, assignment.partition, dict(topic.configs),
+                                                               topic.uuid)
                     partition = self._partitions[key] = Partition(name, assignment.partition, self.node_id, log_,
                                                                   self)
                 if assignment.leader_id == self.node_id:

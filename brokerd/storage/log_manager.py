@@ -1,6 +1,7 @@
 """`LogManager`: every partition log of this broker across `log.dirs`; the entry point of storage.
 
-Owns log creation, lookup and deletion (also of stray logs: topics deleted while the broker was down),
+Owns log creation, lookup and deletion (also of stray logs: topics deleted while the broker was down, or
+deleted and re-created under the same name: each log's `partition.metadata` names its topic id),
 the per-directory checkpoints (`recovery-point-offset-checkpoint`,
 `log-start-offset-checkpoint`, `cleaner-offset-checkpoint`, and `replication-offset-checkpoint`: the high
 watermarks, so that a restarted replica serves what it had acknowledged at once instead of nothing until
@@ -26,12 +27,12 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from brokerd.clock import Clock, SystemClock
 from brokerd.errors import KafkaStorageError
-from brokerd.storage import checkpoints
+from brokerd.storage import checkpoints, partition_metadata
 from brokerd.storage.cleaner import LogCleaner
 from brokerd.storage.config import LogConfig
 from brokerd.storage.file_handles import FileHandleCache
@@ -174,14 +175,27 @@ class LogManager:
         with self._lock:
             return list(self._logs.items())
 
-    def get_or_create_log(self, topic: str, partition: int, overrides: Mapping[str, object] | None = None) -> Log:
+    def get_or_create_log(self, topic: str, partition: int, overrides: Mapping[str, object] | None = None,
+                          topic_id: uuid.UUID | None = None) -> Log:
         """The partition's log, created in the least-loaded online dir if missing. `overrides` (topic
-        configs; validated, InvalidConfigError) replace the topic's overrides when given."""
+        configs; validated, InvalidConfigError) replace the topic's overrides when given. With `topic_id`,
+        an existing log whose `partition.metadata` names another topic id belongs to a deleted topic of the
+        same name: it is deleted and a new log created; a log without one is adopted (the file written)."""
         if overrides is not None:
             self.update_topic_config(topic, overrides)
         existing = self._logs.get((topic, partition))
         if existing is not None:
-            return existing
+            with existing.log_dir.io_guard():
+                stored = partition_metadata.read(existing.dir)
+            if topic_id is None or stored == topic_id:
+                return existing
+            if stored is None:
+                with existing.log_dir.io_guard():
+                    partition_metadata.write(existing.dir, topic_id)
+                return existing
+            logger.warning("deleting the log of %s-%d: it belongs to an earlier topic of that name (id %s, now %s)",
+                           topic, partition, stored, topic_id)
+            self.delete_log(topic, partition)
         online = [d for d in self.log_dirs if d.online]
         if not online:
             raise KafkaStorageError("every log dir is offline")
@@ -195,6 +209,8 @@ class LogManager:
         log = Log.open(directory, topic, partition, self._config_for(topic), self._context(log_dir),
                        LogState(clean_shutdown=True))
         with log_dir.io_guard():
+            if topic_id is not None:
+                partition_metadata.write(directory, topic_id)
             checkpoints.fsync_dir(log_dir.path)
         with self._lock:
             self._logs[(topic, partition)] = log
@@ -224,17 +240,32 @@ class LogManager:
             shutil.rmtree(doomed)
         self.cleaner.forget(log)
 
-    def delete_stray_logs(self, cluster_id: str, node_id: int, topics: Collection[str]) -> list[TopicPartition]:
-        """Delete the logs of topics the cluster no longer has (deleted while this broker was down); returns
-        their partitions. Only in log dirs known to belong to `cluster_id` (their `meta.properties`, Kafka's
+    def delete_stray_logs(self, cluster_id: str, node_id: int, topic_ids: Mapping[str, uuid.UUID]
+                          ) -> list[TopicPartition]:
+        """Delete the logs of topics the cluster no longer has (deleted while this broker was down, perhaps
+        re-created since under the same name: `partition.metadata` names another id); returns their
+        partitions. Only in log dirs known to belong to `cluster_id` (their `meta.properties`, Kafka's
         file): a dir without one is claimed for the cluster and left alone this time, and a dir of another
         cluster is left alone (logged), so a control plane whose database was reset never wipes a broker."""
         owned = {id(d) for d in self.log_dirs if d.online and self._claim(d, cluster_id, node_id)}
-        stray = [(tp, log) for tp, log in self.logs() if tp[0] not in topics and id(log.log_dir) in owned]
+        stray = [(tp, log) for tp, log in self.logs()
+                 if id(log.log_dir) in owned and not self._belongs_to(log, topic_ids.get(tp[0]))]
         for (topic, partition), _ in stray:
             logger.warning("deleting the log of %s-%d: the topic no longer exists", topic, partition)
             self.delete_log(topic, partition)
         return [tp for tp, _ in stray]
+
+    @staticmethod
+    def _belongs_to(log: Log, topic_id: uuid.UUID | None) -> bool:
+        """Whether `log` is of the live topic with `topic_id` (None: no topic of its name exists)."""
+        if topic_id is None:
+            return False
+        try:
+            with log.log_dir.io_guard():
+                stored = partition_metadata.read(log.dir)
+        except KafkaStorageError:
+            return True  # an unreadable dir is the I/O funnel's business, not a reason to delete
+        return stored is None or stored == topic_id
 
     def _claim(self, log_dir: LogDirectory, cluster_id: str, node_id: int) -> bool:
         """True if `log_dir` already belonged to `cluster_id`; records the cluster in it when it named none."""

@@ -32,8 +32,8 @@ from kio.static.primitive import i8, i32, i64
 from brokerd.config import build_config
 from brokerd.metadata.image import NewTopic
 from brokerd.protocol.api_versions import SUPPORTED_APIS
-from brokerd.protocol.responses import response_schema
 from brokerd.protocol.messages import RequestHeader, message_codec
+from brokerd.protocol.responses import response_schema
 from brokerd.records.builder import build_batch
 from brokerd.server.context import BrokerServices, RequestContext
 from brokerd.server.handlers import HANDLERS

@@ -2,14 +2,19 @@
 handles, checkpoints and the clean-shutdown marker, topic config updates and log deletion."""
 
 import errno
+import uuid
 
 import pytest
 
 from brokerd.errors import KafkaStorageError
-from brokerd.storage import LogManager, log_manager
+from brokerd.storage import LogManager, log_manager, partition_metadata
 from brokerd.storage.checkpoints import read_epochs, read_offsets
 
 from .conftest import build_batch, decode  # noqa: TID252
+
+KEPT_ID = uuid.UUID("0b7c4a2e-3f0d-4a51-9a3c-5d6e7f809102")
+OLD_ID = uuid.UUID("1c8d5b3f-4a1e-4b62-8b4d-6e7f80910213")
+NEW_ID = uuid.UUID("2d9e6c40-5b2f-4c73-9c5e-7f8091021324")
 
 
 def test_logs_spread_over_dirs_and_reload(tmp_path, clock):
@@ -134,10 +139,51 @@ def test_stray_logs_are_deleted_only_in_dirs_of_the_same_cluster(tmp_path, clock
     manager.startup()
     for topic in ("kept", "gone"):
         manager.get_or_create_log(topic, 0).append_as_leader(build_batch([(None, b"v", clock.now_ms())]), 0)
-    assert manager.delete_stray_logs("cluster-a", 1, {"kept"}) == []  # first start: the dir is claimed only
+    live = {"kept": KEPT_ID}
+    assert manager.delete_stray_logs("cluster-a", 1, live) == []  # first start: the dir is claimed only
     assert "cluster.id=cluster-a" in (data / log_manager.META_PROPERTIES_FILE).read_text()
-    assert manager.delete_stray_logs("cluster-b", 1, {"kept"}) == []  # another cluster's image: hands off
-    assert manager.delete_stray_logs("cluster-a", 1, {"kept"}) == [("gone", 0)]
+    assert manager.delete_stray_logs("cluster-b", 1, live) == []  # another cluster's image: hands off
+    assert manager.delete_stray_logs("cluster-a", 1, live) == [("gone", 0)]
     assert sorted(tp for tp, _ in manager.logs()) == [("kept", 0)]
     assert sorted(p.name for p in data.iterdir() if p.is_dir()) == ["kept-0"]
+    manager.shutdown()
+
+
+def test_partition_metadata_names_the_topic_id_as_kafka_writes_it(tmp_path, clock):
+    manager = LogManager([tmp_path], {}, clock)
+    manager.startup()
+    log = manager.get_or_create_log("t", 0, topic_id=OLD_ID)
+    text = (log.dir / partition_metadata.FILE_NAME).read_text()
+    assert text == "version: 0\ntopic_id: HI1bP0oeS2KLTW5_gJECEw\n"  # Kafka's Uuid.toString of OLD_ID
+    assert partition_metadata.read(log.dir) == OLD_ID
+    manager.shutdown()
+
+
+def test_a_log_of_an_earlier_topic_of_the_same_name_is_deleted_not_served(tmp_path, clock):
+    data = tmp_path / "data"
+    manager = LogManager([data], {}, clock)
+    manager.startup()
+    manager.get_or_create_log("t", 0, topic_id=OLD_ID).append_as_leader(build_batch([(None, b"old", 1)]), 0)
+    manager.get_or_create_log("t", 1, topic_id=OLD_ID).append_as_leader(build_batch([(None, b"old", 1)]), 0)
+    manager.get_or_create_log("legacy", 0).append_as_leader(build_batch([(None, b"v", 1)]), 0)  # no id known
+    manager.shutdown()
+    restarted = LogManager([data], {}, clock)
+    restarted.startup()
+    restarted.delete_stray_logs("c", 1, {})  # claims the dir
+    # the topic was deleted and re-created (new id, one partition) while the broker was down
+    assert restarted.delete_stray_logs("c", 1, {"t": NEW_ID, "legacy": KEPT_ID}) == [("t", 0), ("t", 1)]
+    fresh = restarted.get_or_create_log("t", 0, topic_id=NEW_ID)
+    assert fresh.log_end_offset == 0 and partition_metadata.read(fresh.dir) == NEW_ID
+    adopted = restarted.get_or_create_log("legacy", 0, topic_id=KEPT_ID)
+    assert adopted.log_end_offset == 1 and partition_metadata.read(adopted.dir) == KEPT_ID
+    restarted.shutdown()
+
+
+def test_get_or_create_replaces_a_loaded_log_of_another_topic_id(tmp_path, clock):
+    manager = LogManager([tmp_path], {}, clock)
+    manager.startup()
+    manager.get_or_create_log("t", 0, topic_id=OLD_ID).append_as_leader(build_batch([(None, b"old", 1)]), 0)
+    replaced = manager.get_or_create_log("t", 0, topic_id=NEW_ID)
+    assert replaced.log_end_offset == 0 and partition_metadata.read(replaced.dir) == NEW_ID
+    assert manager.get_or_create_log("t", 0, topic_id=NEW_ID) is replaced
     manager.shutdown()

@@ -36,6 +36,14 @@ def build_error_response(entity_type: type, error: ErrorCode) -> object:
     return entity_type(**values)
 
 
+@cache
+def zero_values(entity_type: type) -> dict[str, object]:
+    """The zero value of every field of `entity_type` that has no default (errors: NONE)."""
+    hints = _field_types(entity_type)
+    return {item.name: _zero(hints[item.name], ErrorCode.none) for item in dataclasses.fields(entity_type)
+            if item.default is dataclasses.MISSING}
+
+
 def _zero(kind: object, error: ErrorCode) -> object:
     origin = typing.get_origin(kind)
     if origin is tuple:

@@ -1,10 +1,11 @@
 """Version-agnostic response building: handlers describe an answer once, every version keeps its fields.
 
 `ResponseSchema(response_type)` exposes the kio entity classes of one response version by their Kafka
-struct names (`schema.MetadataResponseTopic(...)`). A handler passes the values of every field any
-version has; each class keeps the fields its version has and drops the rest, and fields the handler does
-not pass take kio's default (tagged fields, fields with a JSON default). A field the version has, without
-a default, that the handler does not pass is a bug (TypeError), caught by the conformance table.
+struct names (`schema.MetadataResponseTopic(...)`). A handler passes the values of the fields it decides; each class
+keeps the fields its version has and drops the rest, and a field the handler does not pass takes kio's
+default (tagged fields, fields with a JSON default) or else its zero value (0, "", empty array, null,
+the zero UUID), as Kafka's generated message classes start out. So an error answer names the error and
+the request's keys, and every other field is well-formed.
 
     schema = ResponseSchema(load_response_schema(ApiKey.METADATA, 1))
     schema.MetadataResponseTopic(error_code=..., name="t", topic_id=uuid, ...)  # v1 drops topic_id
@@ -17,19 +18,23 @@ import sys
 from collections.abc import Callable
 from functools import cache
 
+from brokerd.protocol.error_response import zero_values
+
 
 class _EntityBuilder:
-    """Builds one kio entity class from keyword values, dropping those the class has no field for."""
+    """Builds one kio entity class from keyword values, dropping those the class has no field for and
+    giving fields without a default their zero value when not passed."""
 
-    __slots__ = ("entity_type", "fields")
+    __slots__ = ("entity_type", "fields", "zeros")
 
     def __init__(self, entity_type: type) -> None:
         self.entity_type = entity_type
         self.fields = frozenset(f.name for f in dataclasses.fields(entity_type))
+        self.zeros = zero_values(entity_type)
 
     def __call__(self, **values: object) -> object:
         fields = self.fields
-        return self.entity_type(**{name: value for name, value in values.items() if name in fields})
+        return self.entity_type(**{**self.zeros, **{name: value for name, value in values.items() if name in fields}})
 
 
 class ResponseSchema:

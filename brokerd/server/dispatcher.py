@@ -6,8 +6,8 @@ An ApiVersions version above the range gets a v0 body with UNSUPPORTED_VERSION a
 (KIP-511). Another version outside the range gets a well-formed error response of *that* version when kio
 knows it and the API has a top-level error code; otherwise, like Kafka, the connection is closed
 (`MalformedRequestError`). Unexpected handler failures are logged and answered the same way with
-UNKNOWN_SERVER_ERROR. The first request of each (API, version) is logged at INFO, so the versions each
-client sends show in the broker's log.
+UNKNOWN_SERVER_ERROR. The first request of each (client id, API, version) is logged at INFO, so the
+versions each client sends show in the broker's log (for at most `MAX_LOGGED_VERSIONS` combinations).
 """
 
 import logging
@@ -31,6 +31,7 @@ from brokerd.server.response import NO_RESPONSE, Chunk, RawResponse
 
 log = logging.getLogger(__name__)
 
+MAX_LOGGED_VERSIONS = 10_000
 Handler = Callable[[object, RequestContext], Awaitable[object]]
 """Returns a kio response entity, a RawResponse, or NO_RESPONSE."""
 
@@ -41,8 +42,8 @@ class Dispatcher:
     def __init__(self, services: BrokerServices, handlers: dict[int, Handler]) -> None:
         self._services = services
         self._handlers = handlers
-        self._seen: set[tuple[int, int]] = set()
-        """(api_key, version) pairs received so far, each logged once."""
+        self._seen: set[tuple[str | None, int, int]] = set()
+        """(client id, api_key, version) received so far, each logged once."""
 
     async def dispatch(self, frame: bytes, client_host: str) -> list[Chunk] | None:
         """The size-prefixed response chunks for one request frame, or None if none is due.
@@ -58,9 +59,10 @@ class Dispatcher:
         assert codec is not None, f"kio lacks {api_key} v{api_version}"
         header, offset = parse_request_header(frame, codec.flexible)
         request = codec.decode_request(frame, offset)
-        if (api_key, api_version) not in self._seen:
-            self._seen.add((api_key, api_version))
-            log.info("first %s v%d request (client_id %r)", ApiKey(api_key).name, api_version, header.client_id)
+        seen = (header.client_id, api_key, api_version)
+        if seen not in self._seen and len(self._seen) < MAX_LOGGED_VERSIONS:
+            self._seen.add(seen)
+            log.info("first %s v%d request from client_id %r", ApiKey(api_key).name, api_version, header.client_id)
         context = RequestContext(self._services, header, client_host, response_schema(codec.response_type))
         try:
             response = await handler(request, context)

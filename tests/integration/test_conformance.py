@@ -3,8 +3,9 @@
 For each (API, version) of `SUPPORTED_APIS` a request is generated from kio's schema of that version
 (`sample_request`: every field gets a value from its name and type, one element per array), sent, and
 its response decoded with kio's schema of that version, which must consume it exactly. No error in it
-may be UNKNOWN_SERVER_ERROR, and for the APIs in `MUST_SUCCEED` every error code must be NONE. Then the
-same request, malformed (its body cut short, or trailing garbage), must get a well-formed error response
+may be UNKNOWN_SERVER_ERROR, and for the APIs in `MUST_SUCCEED` every error code must be NONE. The same
+request about a topic that does not exist must be refused the same well-formed way. Then the same
+request, malformed (its body cut short, or trailing garbage), must get a well-formed error response
 of that version or a closed connection, while another connection keeps being served.
 
 Versions are read from the table, never listed here: an API or version added to the table is covered.
@@ -198,6 +199,18 @@ def test_every_version_answers_a_well_formed_response_of_that_version(broker, to
     assert ErrorCode.unknown_server_error not in codes, response
     if api_key in MUST_SUCCEED:
         assert set(codes) <= {ErrorCode.none}, response
+
+
+@pytest.mark.parametrize(("api_key", "version"), TABLE, ids=[f"{k.name}-v{v}" for k, v in TABLE])
+def test_every_version_answers_a_refusal_well_formed(broker, topic_id, api_key, version):
+    """The same requests about a topic that does not exist (CreateTopics: one that does), so each error path
+    answers too."""
+    topic = TOPIC if api_key == ApiKey.CREATE_TOPICS else "no-such-topic"
+    with connect(broker) as sock:
+        sock.sendall(encode_request(api_key, version, 8, sample_request(api_key, version, topic, uuid.uuid4())))
+        correlation_id, response = decode_response(api_key, version, read_frame(sock))
+    assert correlation_id == 8
+    assert ErrorCode.unknown_server_error not in error_codes(response), response
 
 
 @pytest.mark.parametrize(("api_key", "version"), TABLE, ids=[f"{k.name}-v{v}" for k, v in TABLE])

@@ -111,11 +111,16 @@ class Cluster:
             self.partition_state(topic, partition)), timeout_s, message=f"{topic}-{partition} ISR of {size}")
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
-                     configs: Mapping[str, str] | None = None) -> None:
-        status, body = self.plane.call("POST", "/internal/v1/topics", {
-            "name": name, "num_partitions": partitions, "replication_factor": replication_factor,
-            "configs": dict(configs or {})})
+                     configs: Mapping[str, str] | None = None, assignments: list[list[int]] | None = None) -> dict:
+        """The topic as the control plane answers it (its metadata image entry)."""
+        request = {"name": name, "configs": dict(configs or {})}
+        if assignments is None:
+            request |= {"num_partitions": partitions, "replication_factor": replication_factor}
+        else:
+            request["assignments"] = assignments
+        status, body = self.plane.call("POST", "/internal/v1/topics", request)
         assert status == 200, body
+        return body
 
 
 @contextlib.contextmanager

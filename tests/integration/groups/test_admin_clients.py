@@ -66,7 +66,8 @@ def test_kafka_python_admin_on_groups(broker, topic_name):
     committed_group(broker, topic_name, group, {0: 1, 1: 2})
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
-        assert {"group_id": group, "protocol_type": ""} in admin.list_groups()
+        listed = {"group_id": group, "protocol_type": "", "group_state": "Empty", "group_type": "classic"}
+        assert listed in admin.list_groups()
         assert admin.describe_groups([group])[group]["group_state"] == "Empty"
         tp0, tp1 = TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)
         assert {tp: m.offset for tp, m in admin.list_group_offsets(group)[group].items()} == {tp0: 1, tp1: 2}

@@ -6,7 +6,7 @@ mode=${1:-run}
 
 missing=()
 need() { # need COMMAND-OR-PATH PACKAGE
-  if ! command -v "$1" >/dev/null 2>&1 && [ ! -x "$1" ]; then missing+=("$2"); fi
+  if ! command -v "$1" >/dev/null 2>&1 && [ ! -e "$1" ]; then missing+=("$2"); fi
 }
 need redis-server redis-server
 need java openjdk-17-jre-headless
@@ -14,6 +14,17 @@ if [ "$mode" = test ]; then
   need chromium chromium
   need kcat kcat
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+  # Non-Python clients under test (tests/integration/clients): sarama and kafka-go built offline with
+  # Debian's Go (cgo: gcc, zstd headers), KafkaJS with Node.js/npm, Burrow with the ZooKeeper it needs.
+  need go golang-go
+  need gcc gcc
+  need /usr/include/zstd.h libzstd-dev
+  need /usr/share/gocode/src/github.com/Shopify/sarama/client.go golang-github-shopify-sarama-dev
+  need /usr/share/gocode/src/github.com/segmentio/kafka-go/conn.go golang-github-segmentio-kafka-go-dev
+  need node nodejs
+  need npm npm
+  need Burrow burrow
+  need /usr/share/java/zookeeper.jar zookeeper
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi

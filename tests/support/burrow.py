@@ -10,6 +10,7 @@ SIGKILL); their logs stay in the directory.
 """
 
 import contextlib
+import socket
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,13 +42,12 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _zookeeper_answers(port: int) -> bool:
-    import socket
-
+def _zookeeper_serves(port: int) -> bool:
+    """`srvr` names the server's mode only once it serves sessions (`ruok` answers before that)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
-            sock.sendall(b"ruok")
-            return sock.recv(4) == b"imok"
+            sock.sendall(b"srvr")
+            return b"Mode:" in sock.recv(4096)
     except OSError:
         return False
 
@@ -68,7 +68,7 @@ def burrow(directory: Path, bootstrap: list[str], kafka_version: str = "2.1.0") 
     zk_port, http_port = free_port(), free_port()
     (directory / "zk-data").mkdir(exist_ok=True)
     (directory / "zoo.cfg").write_text(f"tickTime=500\ndataDir={directory / 'zk-data'}\nclientPort={zk_port}\n"
-                                       "admin.enableServer=false\n4lw.commands.whitelist=ruok\n")
+                                       "admin.enableServer=false\n4lw.commands.whitelist=srvr\n")
     servers = ", ".join(f'"{server}"' for server in bootstrap)
     (directory / "burrow.toml").write_text(f"""
 [general]
@@ -115,7 +115,7 @@ expire-cache=1
                                       "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(directory / "zoo.cfg")],
                                      stdout=zk_log, stderr=subprocess.STDOUT)
     try:
-        wait_until(lambda: _zookeeper_answers(zk_port), 60, message="ZooKeeper")
+        wait_until(lambda: _zookeeper_serves(zk_port), 60, message="ZooKeeper")
         with open(directory / "burrow.run", "ab") as run_log:
             process = subprocess.Popen(["Burrow", "--config-dir", str(directory)], stdout=run_log,
                                        stderr=subprocess.STDOUT)

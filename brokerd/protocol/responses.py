@@ -1,13 +1,14 @@
 """Version-agnostic response building: handlers describe an answer once, every version keeps its fields.
 
-`ResponseSchema(response_type)` exposes the kio entity classes of one response version by their Kafka
-struct names (`schema.MetadataResponseTopic(...)`). A handler passes the values of the fields it decides; each class
+`MessageSchema(response_type)` exposes the kio entity classes of one response version by their Kafka
+struct names (`schema.MetadataResponseTopic(...)`; a request version works the same way, as tests use
+it). A handler passes the values of the fields it decides; each class
 keeps the fields its version has and drops the rest, and a field the handler does not pass takes kio's
 default (tagged fields, fields with a JSON default) or else its zero value (0, "", empty array, null,
 the zero UUID), as Kafka's generated message classes start out. So an error answer names the error and
 the request's keys, and every other field is well-formed.
 
-    schema = ResponseSchema(load_response_schema(ApiKey.METADATA, 1))
+    schema = MessageSchema(load_response_schema(ApiKey.METADATA, 1))
     schema.MetadataResponseTopic(error_code=..., name="t", topic_id=uuid, ...)  # v1 drops topic_id
 
 Where versions differ in meaning, not only in fields, the handler branches on the version explicitly.
@@ -37,13 +38,13 @@ class _EntityBuilder:
         return self.entity_type(**{**self.zeros, **{name: value for name, value in values.items() if name in fields}})
 
 
-class ResponseSchema:
-    """The entity classes of one kio response version, by name; see the module docstring."""
+class MessageSchema:
+    """The entity classes of one kio message version, by name; see the module docstring."""
 
-    def __init__(self, response_type: type) -> None:
-        module = sys.modules[response_type.__module__]
-        self.version: int = int(response_type.__version__)
-        self.flexible: bool = bool(response_type.__flexible__)
+    def __init__(self, message_type: type) -> None:
+        module = sys.modules[message_type.__module__]
+        self.version: int = int(message_type.__version__)
+        self.flexible: bool = bool(message_type.__flexible__)
         self._builders = {
             name: _EntityBuilder(value) for name, value in vars(module).items()
             if dataclasses.is_dataclass(value) and isinstance(value, type) and value.__module__ == module.__name__
@@ -53,7 +54,7 @@ class ResponseSchema:
         try:
             return self._builders[name]
         except KeyError:
-            raise AttributeError(f"response v{self.version} has no entity {name}") from None
+            raise AttributeError(f"v{self.version} has no entity {name}") from None
 
     def has(self, entity: str, field: str) -> bool:
         """Whether this version's `entity` exists and has `field` (e.g. to skip work a version discards)."""
@@ -62,5 +63,5 @@ class ResponseSchema:
 
 
 @cache
-def response_schema(response_type: type) -> ResponseSchema:
-    return ResponseSchema(response_type)
+def response_schema(response_type: type) -> MessageSchema:
+    return MessageSchema(response_type)

@@ -7,7 +7,7 @@ from brokerd.groups.manager import GroupManager
 from brokerd.metadata.image import BrokerEndpoint
 from brokerd.metadata.store import MetadataStore
 from brokerd.protocol.messages import RequestHeader
-from brokerd.protocol.responses import ResponseSchema
+from brokerd.protocol.responses import MessageSchema
 from brokerd.replication.replica_manager import ReplicaManager
 
 
@@ -28,7 +28,7 @@ class RequestContext:
     services: BrokerServices
     header: RequestHeader
     client_host: str
-    response: ResponseSchema
+    response: MessageSchema
     """The entity classes of the response at the request's version (`header.api_version`)."""
 
     @property

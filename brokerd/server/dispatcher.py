@@ -1,7 +1,7 @@
 """Frame → handler → wire response: header parsing, version checks, decoding, encoding.
 
 Version policy (`brokerd.protocol.api_versions`): every version of an API's range is decoded with its
-kio schema and handed to the API's one handler, with that version's `ResponseSchema` in the context.
+kio schema and handed to the API's one handler, with that version's `MessageSchema` in the context.
 An ApiVersions version above the range gets a v0 body with UNSUPPORTED_VERSION and the full table
 (KIP-511). Another version outside the range gets a well-formed error response of *that* version when kio
 knows it and the API has a top-level error code; otherwise, like Kafka, the connection is closed

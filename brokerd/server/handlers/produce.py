@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
 from kio.static.primitive import i32, i64
 
-from brokerd.errors import UnsupportedCompressionTypeError
+from brokerd.errors import InvalidRecordError, UnsupportedCompressionTypeError
 from brokerd.protocol.errors import error_code
 from brokerd.records import batch as rb
 from brokerd.records import legacy
@@ -46,7 +46,9 @@ ZSTD_MIN_VERSION = 7
 
 def _records_for_append(records: bytes, version: int) -> bytes:
     """The v2 batch to append: legacy message sets (v0-v2) up-converted; zstd refused below v7."""
-    if version <= LEGACY_MAX_VERSION and legacy.is_message_set(records):
+    if legacy.is_message_set(records):
+        if version > LEGACY_MAX_VERSION:
+            raise InvalidRecordError(f"Produce v{version} carries record batches v2 (magic 2) only")
         return legacy.to_batch(records)
     if version < ZSTD_MIN_VERSION and len(records) >= rb.HEADER_SIZE and rb.read_header(records).codec == rb.ZSTD:
         raise UnsupportedCompressionTypeError(f"Produce v{version} may not carry zstd batches (v7+ may)")
@@ -63,13 +65,13 @@ class _Answer:
     def error(self, topic: str, index: int, error: ErrorCode, exc: Exception | None = None) -> object:
         schema = self._context.response
         record_index = getattr(exc, "record_index", None)
-        record_errors = () if record_index is None else (
-            schema.BatchIndexAndErrorMessage(batch_index=i32(record_index), batch_index_error_message=str(exc)),)
-        extra = {}
+        extra: dict[str, object] = {}
+        if record_index is not None and schema.has("PartitionProduceResponse", "record_errors"):
+            extra["record_errors"] = (schema.BatchIndexAndErrorMessage(batch_index=i32(record_index),
+                                                                       batch_index_error_message=str(exc)),)
         if error == ErrorCode.not_leader_or_follower and schema.has("PartitionProduceResponse", "current_leader"):
             extra["current_leader"] = self._current_leader(topic, index)
         return schema.PartitionProduceResponse(index=i32(index), error_code=error, base_offset=i64(-1),
-                                               record_errors=record_errors,
                                                error_message=None if exc is None else str(exc) or None, **extra)
 
     def _current_leader(self, topic: str, index: int) -> object:
@@ -129,7 +131,7 @@ async def handle(request, context: RequestContext) -> object:
                 index=i32(data.index), error_code=ErrorCode.none, base_offset=i64(result.base_offset),
                 log_append_time=(None if result.log_append_time_ms < 0 else
                                  datetime.datetime.fromtimestamp(result.log_append_time_ms / 1000, _UTC)),
-                log_start_offset=i64(result.log_start_offset), record_errors=(), error_message=None,
+                log_start_offset=i64(result.log_start_offset),
             ))
         responses.append((topic.name, results))
     if request.acks == 0:

@@ -20,7 +20,7 @@ from brokerd.protocol.fetch_response import (
     decode_fetch_response,
     encode_fetch_response,
 )
-from brokerd.protocol.responses import ResponseSchema
+from brokerd.protocol.responses import MessageSchema
 
 FETCH = SUPPORTED_APIS[ApiKey.FETCH]
 TOPIC_ID = uuid.UUID("6a1f0c1e-1c2b-4d4e-8f00-112233445566")
@@ -46,7 +46,7 @@ def answers() -> list[TopicAnswer]:
 
 def expected(version: int) -> object:
     """The same answer built with kio's entities of `version` (what kio would encode)."""
-    schema = ResponseSchema(load_response_schema(ApiKey.FETCH, version))
+    schema = MessageSchema(load_response_schema(ApiKey.FETCH, version))
     partitions = []
     for p in answers()[0].partitions:
         records = p.records.data if isinstance(p.records, FileRange) else p.records

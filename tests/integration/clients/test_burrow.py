@@ -3,6 +3,7 @@ cluster (control plane and three brokers): its HTTP API lists Strom's topics and
 evaluates a group that keeps up as OK. Burrow speaks sarama at kafka-version 2.1.0 and reads
 `__consumer_offsets` itself, so this also proves Kafka's own offset record formats are what Strom writes."""
 
+import json
 import threading
 import time
 
@@ -86,6 +87,6 @@ def test_burrow_lists_strom_topics_and_groups_and_reports_a_healthy_group_ok(tmp
             for api, versions in requests_seen(broker.log_file, "burrow-strom").items():
                 seen[api] = sorted(set(seen.get(api, [])) | set(versions))
     (REPO_ROOT / "var" / "clients" / "requests").mkdir(parents=True, exist_ok=True)
-    (REPO_ROOT / "var" / "clients" / "requests" / "burrow.json").write_text(f"{seen}\n")
+    (REPO_ROOT / "var" / "clients" / "requests" / "burrow.json").write_text(json.dumps(seen, indent=1) + "\n")
     print(f"burrow: {seen}")
     assert seen["METADATA"] == [5]  # the request Strom once refused

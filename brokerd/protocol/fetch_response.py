@@ -34,6 +34,7 @@ import struct
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from brokerd.protocol.messages import MalformedRequestError
 
@@ -99,7 +100,6 @@ FLEXIBLE_VERSION = 12
 TOPIC_ID_VERSION = 13
 NODE_ENDPOINTS_VERSION = 16
 NO_PREFERRED_READ_REPLICA = -1
-_I8 = struct.Struct(">b")
 _I64 = struct.Struct(">q")
 _TOP_V7 = struct.Struct(">ihi")
 _PARTITION_HEAD = struct.Struct(">ihq")
@@ -109,8 +109,9 @@ _DIVERGING_EPOCH_TAG, _CURRENT_LEADER_TAG = 0, 1
 _NODE_ENDPOINTS_TAG = 0
 
 
-class SizedChunk:
-    """What a partition's records may be besides bytes: a byte range of a file (`length` bytes)."""
+class SizedChunk(Protocol):
+    """What a partition's records may be besides bytes: a byte range of a file (`length` bytes), which the
+    connection sends with sendfile (storage's `FileRegion`)."""
 
     length: int
 
@@ -173,15 +174,16 @@ def _node_endpoint(node: NodeEndpoint) -> bytes:
     return _I32.pack(node.node_id) + _string(node.host, True) + _I32.pack(node.port) + rack + b"\0"
 
 
-def encode_fetch_response(version: int, topics: Sequence[TopicAnswer], error_code: int = 0,
-                          node_endpoints: Sequence[NodeEndpoint] = ()) -> tuple[list[bytes | SizedChunk], int]:
-    """The response body of `version` (after the correlation id) as chunks, and their total size.
-    Session id is always 0 (sessionless: Strom keeps no fetch sessions, KIP-227)."""
+def encode_fetch_response(version: int, topics: Sequence[TopicAnswer], node_endpoints: Sequence[NodeEndpoint] = ()
+                          ) -> tuple[list[bytes | SizedChunk], int]:
+    """The response body of `version` (after the correlation id) as chunks, and their total size. The
+    top-level error is NONE and the session id 0: Strom keeps no fetch sessions (KIP-227), so it has no
+    session to refuse."""
     flexible = version >= FLEXIBLE_VERSION
     chunks: list[bytes | SizedChunk] = []
     head = bytearray(b"\0" if flexible else b"")
     if version >= 7:
-        head += _TOP_V7.pack(0, error_code, 0)
+        head += _TOP_V7.pack(0, 0, 0)
     elif version >= 1:
         head += _I32.pack(0)
     head += _array_length(len(topics), flexible)

@@ -34,8 +34,11 @@ class _EntityBuilder:
         self.zeros = zero_values(entity_type)
 
     def __call__(self, **values: object) -> object:
-        fields = self.fields
-        return self.entity_type(**{**self.zeros, **{name: value for name, value in values.items() if name in fields}})
+        if not values.keys() <= self.fields:
+            values = {name: value for name, value in values.items() if name in self.fields}
+        if not self.zeros.keys() <= values.keys():
+            values = {**self.zeros, **values}
+        return self.entity_type(**values)
 
 
 class MessageSchema:
@@ -49,12 +52,11 @@ class MessageSchema:
             name: _EntityBuilder(value) for name, value in vars(module).items()
             if dataclasses.is_dataclass(value) and isinstance(value, type) and value.__module__ == module.__name__
         }
+        self.__dict__.update(self._builders)  # plain attribute lookups: `schema.Name` costs no __getattr__
 
     def __getattr__(self, name: str) -> Callable[..., object]:
-        try:
-            return self._builders[name]
-        except KeyError:
-            raise AttributeError(f"v{self.version} has no entity {name}") from None
+        """Only reached for a name this version lacks."""
+        raise AttributeError(f"v{self.version} has no entity {name}")
 
     def has(self, entity: str, field: str) -> bool:
         """Whether this version's `entity` exists and has `field` (e.g. to skip work a version discards)."""

@@ -147,7 +147,13 @@ class NodeEndpoint:
     rack: str | None
 
 
+_SMALL_UVARINTS = [bytes([value]) for value in range(0x80)]
+_NO_TAGS = b"\0"
+
+
 def _uvarint(value: int) -> bytes:
+    if value < 0x80:
+        return _SMALL_UVARINTS[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -166,6 +172,8 @@ def _array_length(count: int, flexible: bool) -> bytes:
 
 
 def _tags(tags: list[tuple[int, bytes]]) -> bytes:
+    if not tags:
+        return _NO_TAGS
     return _uvarint(len(tags)) + b"".join(_uvarint(tag) + _uvarint(len(data)) + data for tag, data in tags)
 
 
@@ -209,6 +217,9 @@ def encode_fetch_response(version: int, topics: Sequence[TopicAnswer], node_endp
                 size += len(head) + length
                 head = bytearray()
             if flexible:
+                if p.diverging_epoch is None and p.current_leader is None:
+                    head += _NO_TAGS
+                    continue
                 tags = []
                 if p.diverging_epoch is not None:
                     tags.append((_DIVERGING_EPOCH_TAG, _EPOCH_END.pack(*p.diverging_epoch, 0)))
@@ -216,12 +227,12 @@ def encode_fetch_response(version: int, topics: Sequence[TopicAnswer], node_endp
                     tags.append((_CURRENT_LEADER_TAG, _LEADER.pack(*p.current_leader, 0)))
                 head += _tags(tags)
         if flexible:
-            head += b"\0"
+            head += _NO_TAGS
     if flexible:
         if version >= NODE_ENDPOINTS_VERSION and node_endpoints:
             endpoints = _array_length(len(node_endpoints), True) + b"".join(map(_node_endpoint, node_endpoints))
             head += _tags([(_NODE_ENDPOINTS_TAG, endpoints)])
         else:
-            head += b"\0"
+            head += _NO_TAGS
     chunks.append(bytes(head))
     return chunks, size + len(head)

@@ -45,7 +45,8 @@ ZSTD_MIN_VERSION = 7
 
 
 def _records_for_append(records: bytes, version: int) -> bytes:
-    """The v2 batch to append: legacy message sets (v0-v2) up-converted; zstd refused below v7."""
+    """The v2 batch to append: a legacy message set up-converted (v0-v2; INVALID_RECORD on v3+, as Kafka); zstd
+    refused below v7."""
     if legacy.is_message_set(records):
         if version > LEGACY_MAX_VERSION:
             raise InvalidRecordError(f"Produce v{version} carries record batches v2 (magic 2) only")

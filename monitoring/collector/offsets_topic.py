@@ -105,7 +105,7 @@ def store_events(storage: OffsetStorage, events: Iterable[Event], now_ms: int) -
 class OffsetsTopicReader:
     """A librdkafka consumer assigned every partition of `__consumer_offsets` (no group membership, no
     commits), starting where `positions` says or at the beginning. `positions` holds, per partition, the
-    offset of the next record to read."""
+    offset of the next record to read. `poll` belongs to one thread; `assign` may be called from another."""
 
     def __init__(self, bootstrap_servers: str, client_config: Mapping[str, str] | None = None) -> None:
         self._consumer = Consumer({
@@ -119,18 +119,25 @@ class OffsetsTopicReader:
         })
         self.positions: dict[int, int] = {}
         self.undecodable = 0
+        self._wanted = 0
+        self._start_positions: dict[int, int] = {}
 
     def assign(self, partition_count: int, positions: Mapping[int, int] | None = None) -> None:
-        """Read partitions 0..partition_count-1 (more when the topic grew), from `positions` where known."""
-        new = [p for p in range(partition_count) if p not in self.positions]
-        if not new:
-            return
+        """Read partitions 0..partition_count-1 (more when the topic grew), from `positions` where known.
+        Takes effect at the next `poll` (librdkafka blocks an assignment made while another thread polls)."""
+        self._wanted = max(self._wanted, partition_count)
+        self._start_positions = dict(positions or {})
+
+    def _apply_assignment(self) -> None:
+        new = [p for p in range(self._wanted) if p not in self.positions]
         for p in new:
-            self.positions[p] = (positions or {}).get(p, 0)
+            self.positions[p] = self._start_positions.get(p, 0)
         self._consumer.incremental_assign([TopicPartition(OFFSETS_TOPIC, p, self.positions[p]) for p in new])
 
     def poll(self, max_records: int = 10_000, timeout_s: float = 0.2) -> list[Event]:
         """Up to `max_records` records decoded into events (waits at most `timeout_s` for the first)."""
+        if self._wanted > len(self.positions):
+            self._apply_assignment()
         events: list[Event] = []
         positions = self.positions
         for message in self._consumer.consume(max_records, timeout_s):

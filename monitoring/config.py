@@ -106,6 +106,8 @@ class MonitorConfig:
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+        if "bootstrap-servers" not in data:
+            raise ConfigError("bootstrap-servers is required")
         values = {known[k]: v for k, v in data.items()}
         if "thresholds" in values:
             try:

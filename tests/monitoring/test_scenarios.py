@@ -253,3 +253,40 @@ def test_every_round_writes_lag_samples(broker, monitor):
     described = next(iter(configs.values())).result(10)
     assert described["retention.ms"].value == str(7 * 86_400_000)
     assert described["cleanup.policy"].value == "delete"
+
+
+def test_a_restart_neither_blinds_nor_re_alerts(broker):
+    store = MemoryStore()
+    config = MonitorConfig(bootstrap_servers=broker.bootstrap, cluster="restart", offset_refresh_s=0.25,
+                           topic_refresh_s=0.25, intervals=5, evaluation_interval_s=0.25, state_save_interval_s=60,
+                           min_stop_grace_s=1.0, samples_topic=None)
+    first_sink = RecordingSink()
+    first = LagMonitor(config, store, first_sink)
+    first.start()
+    try:
+        topic, group = new_topic(broker, first), f"g-{uuid.uuid4().hex[:8]}"
+        consumer = group_consumer(broker, group)
+        for offset in range(5, 40, 5):
+            produce(broker, topic, 5)
+            commit(consumer, topic, offset)
+            pace()
+        consumer.close()
+        produce(broker, topic, 20)
+        result_where(first, group, lambda r: r.status is Status.ERR and r.complete == 1.0, message="ERR")
+        wait_until(lambda: [n.kind.value for n in first_sink.notifications if n.result.group == group] == ["open"],
+                   10, message="the open announcement")
+    finally:
+        first.stop()  # saves the windows, heads and positions
+    second_sink = RecordingSink()
+    second = LagMonitor(config, store, second_sink)
+    second.start()
+    try:
+        rounds = set()
+        while len(rounds) < 4:  # the first rounds after the restart, one by one
+            result = result_where(second, group, lambda r: r.evaluated_ms not in rounds, message="a new round")
+            rounds.add(result.evaluated_ms)
+            assert result.status is Status.ERR and result.complete == 1.0, "restored windows: not blind"
+        assert [n for n in second_sink.notifications if n.result.group == group] == [], "no second open"
+        assert [i.group for i in second.open_incidents()] == [group]
+    finally:
+        second.stop()

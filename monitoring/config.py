@@ -53,6 +53,7 @@ class MonitorConfig:
     minimum_complete: float = 0.0
     evaluation_interval_s: float | None = None  # default: offset_refresh_s
     lag_seconds: bool = True  # read record times from the log (Strom); False = Burrow's rules only
+    lag_seconds_lookups: int = 2000  # record fetches per round at most (cache misses: moved commits)
     min_stop_grace_s: float | None = None  # default: 3 × offset_refresh_s
     thresholds: tuple[Threshold, ...] = ()
     # lag history
@@ -78,6 +79,8 @@ class MonitorConfig:
             raise ConfigError("min-distance and allowed-lag must be >= 0, expire-group > 0")
         if not 0.0 <= self.minimum_complete <= 1.0:
             raise ConfigError(f"minimum-complete must be within 0.0-1.0, got {self.minimum_complete}")
+        if self.lag_seconds_lookups < 0:
+            raise ConfigError(f"lag-seconds-lookups must be >= 0, got {self.lag_seconds_lookups}")
         if self.samples_retention_ms <= 0 or self.samples_partitions < 1:
             raise ConfigError("samples-retention-ms and samples-partitions must be positive")
         for name in ("group_allowlist", "group_denylist", "topic_allowlist", "topic_denylist"):

@@ -45,6 +45,7 @@ class MonitorStats:
     evaluated_at_seconds: float = 0.0   # unix time of the latest round
     groups: int = 0
     partitions: int = 0
+    lag_seconds_unknown: int = 0        # partitions with a commit but no lag in seconds in the latest round
 
 
 @dataclass(frozen=True)
@@ -198,3 +199,6 @@ def _health(stats: MonitorStats) -> Iterator[Metric]:
                 stats.evaluated_at_seconds)
     yield gauge("strom_lag_monitor_groups", "Groups evaluated in the latest round", stats.groups)
     yield gauge("strom_lag_monitor_partitions", "Group partitions evaluated in the latest round", stats.partitions)
+    yield gauge("strom_lag_monitor_lag_seconds_unknown_partitions",
+                "Partitions with a commit whose lag in seconds was not known in the latest round",
+                stats.lag_seconds_unknown)

@@ -206,11 +206,12 @@ class LagMonitor:
         config = self.config
         grace_ms = config.min_stop_grace_ms
         results = {}
-        partitions = 0
+        partitions = unknown_seconds = 0
         for group, parts in inputs.items():
             evaluated = [evaluate_partition(_with_lag_seconds(p, times, now_ms) if times is not None else p, now_ms,
                                             config.allowed_lag, config.minimum_complete, grace_ms) for p in parts]
             partitions += len(evaluated)
+            unknown_seconds += sum(1 for p in evaluated if p.lag_seconds is None and p.end is not None)
             results[group] = group_result(config.cluster, group, mark_breaches(config.thresholds, group, evaluated),
                                           now_ms)
         self._results = results
@@ -222,7 +223,7 @@ class LagMonitor:
             commits_stored=self._commits_stored,
             records_undecodable=self._offsets_reader.undecodable if self._offsets_reader else 0,
             evaluation_seconds=time.monotonic() - started, evaluated_at_seconds=now_ms / 1000,
-            groups=len(results), partitions=partitions)
+            groups=len(results), partitions=partitions, lag_seconds_unknown=unknown_seconds)
         return results
 
     def _append_times(self, inputs: Sequence[Sequence[PartitionInput]]) -> Mapping[Position, int | None] | None:
@@ -231,7 +232,7 @@ class LagMonitor:
             return None
         wanted = {(p.topic, p.partition, p.commits[-1].offset) for parts in inputs for p in parts
                   if p.commits and p.heads and p.commits[-1].offset < p.heads[-1]}
-        return self._record_times.append_times(wanted)
+        return self._record_times.append_times(wanted, self.config.lag_seconds_lookups)
 
     def _notify(self, results: Mapping[str, GroupResult], now_ms: int) -> None:
         silences = self.silences()

@@ -46,10 +46,15 @@ def cluster_detail(config: MonitorConfig | None, url: str, host: str) -> Respons
     return 200, _envelope("cluster module detail returned", url, host, module=module)
 
 
+def _names(names: Iterable[str] | None, key: str, message: str, url: str, host: str,
+           missing: str = "cluster not found") -> Response:
+    if names is None:
+        return error(404, missing, url, host)
+    return 200, _envelope(message, url, host, **{key: sorted(names)})
+
+
 def topic_list(topics: Iterable[str] | None, url: str, host: str) -> Response:
-    if topics is None:
-        return error(404, "cluster not found", url, host)
-    return 200, _envelope("topic list returned", url, host, topics=sorted(topics))
+    return _names(topics, "topics", "topic list returned", url, host)
 
 
 def topic_detail(offsets: Sequence[int] | None, url: str, host: str) -> Response:
@@ -60,15 +65,11 @@ def topic_detail(offsets: Sequence[int] | None, url: str, host: str) -> Response
 
 
 def topic_consumers(consumers: Iterable[str] | None, url: str, host: str) -> Response:
-    if consumers is None:
-        return error(404, "cluster not found", url, host)
-    return 200, _envelope("consumers of topic returned", url, host, consumers=sorted(consumers))
+    return _names(consumers, "consumers", "consumers of topic returned", url, host)
 
 
 def consumer_list(groups: Iterable[str] | None, url: str, host: str) -> Response:
-    if groups is None:
-        return error(404, "cluster not found", url, host)
-    return 200, _envelope("consumer list returned", url, host, consumers=sorted(groups))
+    return _names(groups, "consumers", "consumer list returned", url, host)
 
 
 def consumer_detail(partitions: Sequence[PartitionInput] | None, url: str, host: str) -> Response:

@@ -22,9 +22,6 @@ class BrokerOffsetsReader:
         metadata = self._admin.list_topics(timeout=self._timeout_s)
         return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
 
-    def broker_count(self) -> int:
-        return len(self._admin.list_topics(timeout=self._timeout_s).brokers)
-
     def heads(self, partition_counts: Mapping[str, int]) -> dict[str, list[int | None]]:
         """Topic → log-end offset per partition (None where the leader did not answer)."""
         request = {TopicPartition(topic, p): OffsetSpec.latest()
@@ -44,5 +41,3 @@ class BrokerOffsetsReader:
             logger.warning("ListOffsets: no answer for %d of %d partitions", failures, len(futures))
         return heads
 
-    def admin(self) -> AdminClient:
-        return self._admin

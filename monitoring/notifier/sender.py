@@ -35,7 +35,6 @@ from monitoring.notifier.payloads import (
 from monitoring.notifier.signing import signed_headers
 
 RETRY_SCHEDULE_S = (5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400)
-PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
 
 
 class Preset(enum.StrEnum):

@@ -1,11 +1,16 @@
 """`make bench-lag`: the lag monitor under 2,000 groups over 20,000 partitions committing every 5 s.
 
-Setup on one standalone Strom broker: `BENCH_LAG_GROUPS` topics (one per group) holding
-`BENCH_LAG_PARTITIONS` partitions in all, `BENCH_LAG_RECORDS` records pre-produced into each partition.
-`BENCH_LAG_WRITERS` committer processes then send, every `BENCH_LAG_COMMIT_S` seconds, one OffsetCommit
-per group (pipelined on one connection per process, generation -1 as an admin commit) committing every
-partition of the group's topic at an offset that advances by one record per round, so every partition
-has lag, moving offsets and a lag in seconds to read from the log. The monitor runs as it would in
+Setup on one standalone Strom broker: topics of `BENCH_LAG_PARTITIONS / BENCH_LAG_GROUPS` (10) partitions
+holding `BENCH_LAG_TOPIC_PARTITIONS` (2,000) log partitions in all, `BENCH_LAG_RECORDS` records in each;
+every topic is consumed by the same number of the `BENCH_LAG_GROUPS` (2,000) groups, so the groups commit
+`BENCH_LAG_PARTITIONS` (20,000) group partitions — the windows the monitor keeps and evaluates. (A
+standalone broker creates topics at ~10-20 ms per partition, growing with the partitions it has, which
+puts 20,000 log partitions out of a benchmark's setup time; set BENCH_LAG_TOPIC_PARTITIONS=20000 to wait
+for it.) `BENCH_LAG_WRITERS` committer processes then send, every `BENCH_LAG_COMMIT_S` seconds, one
+OffsetCommit per group (pipelined on one connection per process, generation -1 as an admin commit)
+committing every partition of the group's topic at an offset that advances by one record per round
+(groups of one topic a few records apart), so every partition has lag, moving offsets and a lag in
+seconds to read from the log. The monitor runs as it would in
 production (`python -m monitoring`, Burrow's defaults: offset-refresh 10 s, 10 intervals, lag samples
 written) in its own process, and is watched for `BENCH_LAG_SECONDS` seconds through its Prometheus
 endpoint and /proc:
@@ -43,25 +48,31 @@ def env_int(name: str, default: int) -> int:
 
 GROUPS = env_int("BENCH_LAG_GROUPS", 2000)
 PARTITIONS = env_int("BENCH_LAG_PARTITIONS", 20000)
+TOPIC_PARTITIONS = env_int("BENCH_LAG_TOPIC_PARTITIONS", 2000)
 RECORDS = env_int("BENCH_LAG_RECORDS", 100)
 WRITERS = env_int("BENCH_LAG_WRITERS", 4)
 COMMIT_S = env_int("BENCH_LAG_COMMIT_S", 5)
 DURATION_S = env_int("BENCH_LAG_SECONDS", 180)
 
 
-def topic_of(group: int) -> str:
-    return f"lag-bench-{group:05d}"
+def topic_count(partitions_per_topic: int) -> int:
+    return max(1, min(GROUPS, TOPIC_PARTITIONS // partitions_per_topic))
+
+
+def topic_of(group: int, topics: int) -> str:
+    return f"lag-bench-{group % topics:05d}"
 
 
 def create_topics(bootstrap: str, partitions_per_topic: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for start in range(0, GROUPS, 200):
-        futures = admin.create_topics([NewTopic(topic_of(g), partitions_per_topic, 1)
-                                       for g in range(start, min(GROUPS, start + 200))], request_timeout=120)
+    topics = topic_count(partitions_per_topic)
+    for start in range(0, topics, 50):
+        futures = admin.create_topics([NewTopic(topic_of(t, topics), partitions_per_topic, 1)
+                                       for t in range(start, min(topics, start + 50))], request_timeout=600)
         for future in futures.values():
-            future.result(120)
+            future.result(600)
 
 
 def fill(bootstrap: str, partitions_per_topic: int) -> None:
@@ -69,10 +80,11 @@ def fill(bootstrap: str, partitions_per_topic: int) -> None:
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
                          "queue.buffering.max.messages": 2_000_000, "compression.type": "lz4"})
-    for g in range(GROUPS):
+    topics = topic_count(partitions_per_topic)
+    for t in range(topics):
         for p in range(partitions_per_topic):
             for _ in range(RECORDS):
-                producer.produce(topic_of(g), b"x" * 100, partition=p)
+                producer.produce(topic_of(t, topics), b"x" * 100, partition=p)
         producer.poll(0)
     producer.flush(600)
 
@@ -82,7 +94,7 @@ def create_offsets_topic(bootstrap: str) -> None:
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lag-bench-warmup"})
-    consumer.commit(offsets=[TopicPartition(topic_of(0), 0, 0)], asynchronous=False)
+    consumer.commit(offsets=[TopicPartition(topic_of(0, 1), 0, 0)], asynchronous=False)
     consumer.close()
 
 
@@ -101,16 +113,17 @@ def committer(port: int, groups: range, partitions_per_topic: int, stop_at: floa
 
     NO_RETENTION = i64Timedelta.parse(datetime.timedelta(milliseconds=-1))  # noqa: N806 (kio type made here)
     sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    topics = topic_count(partitions_per_topic)
     correlation = 0
     round_number = 0
     next_round = time.monotonic()
     while time.monotonic() < stop_at:
         round_number += 1
-        offset = min(RECORDS, round_number)
         frames = []
         for g in groups:
             correlation += 1
-            topic = OffsetCommitRequestTopic(name=TopicName(topic_of(g)), partitions=tuple(
+            offset = min(RECORDS, round_number + g // topics)
+            topic = OffsetCommitRequestTopic(name=TopicName(topic_of(g, topics)), partitions=tuple(
                 OffsetCommitRequestPartition(partition_index=i32(p), committed_offset=i64(offset),
                                              committed_metadata="") for p in range(partitions_per_topic)))
             request = OffsetCommitRequest(group_id=GroupId(f"lag-bench-group-{g:05d}"),
@@ -140,7 +153,7 @@ class Sample:
 
 
 def scrape(port: int) -> dict[str, float]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=120).read().decode()
     return {s.name: s.value for family in text_string_to_metric_families(text) for s in family.samples
             if s.name.startswith("strom_lag_monitor_")}
 
@@ -155,20 +168,22 @@ def cpu_rss(pid: int) -> tuple[float, int]:
 def main() -> int:
     partitions_per_topic = max(1, PARTITIONS // GROUPS)
     offered = GROUPS * partitions_per_topic / COMMIT_S
-    print(f"lag bench: {GROUPS} groups, {GROUPS * partitions_per_topic} partitions ({partitions_per_topic} per "
-          f"group's topic), commits every {COMMIT_S} s = {offered:.0f} commit records/s offered, "
+    topics = topic_count(partitions_per_topic)
+    print(f"lag bench: {GROUPS} groups committing {GROUPS * partitions_per_topic} group partitions "
+          f"({topics} topics x {partitions_per_topic} partitions = {topics * partitions_per_topic} log partitions, "
+          f"{GROUPS // topics} groups per topic), every {COMMIT_S} s = {offered:.0f} commit records/s offered, "
           f"{RECORDS} records per partition, {DURATION_S} s measured", flush=True)
     with strom() as broker, tempfile.TemporaryDirectory(prefix="bench-lag-") as state:
         started = time.monotonic()
         create_topics(broker.bootstrap, partitions_per_topic)
         fill(broker.bootstrap, partitions_per_topic)
         create_offsets_topic(broker.bootstrap)
-        print(f"setup (topics + {GROUPS * partitions_per_topic * RECORDS} records): "
+        print(f"setup (topics + {topics * partitions_per_topic * RECORDS} records): "
               f"{time.monotonic() - started:.0f} s", flush=True)
         metrics_port = free_port()
         monitor = subprocess.Popen(
             [sys.executable, "-m", "monitoring", "--bootstrap-servers", broker.bootstrap, "--cluster", "bench",
-             "--metrics-port", str(metrics_port), "--state-dir", state, "--log-level", "WARNING"],
+             "--metrics-port", str(metrics_port), "--state-dir", state, "--log-level", "ERROR"],
             cwd=REPO_ROOT)
         try:
             wait_for_port(monitor, metrics_port)

@@ -53,7 +53,7 @@ class MonitorConfig:
     minimum_complete: float = 0.0
     evaluation_interval_s: float | None = None  # default: offset_refresh_s
     lag_seconds: bool = True  # read record times from the log (Strom); False = Burrow's rules only
-    lag_seconds_lookups: int = 2000  # record fetches per round at most (cache misses: moved commits)
+    lag_seconds_lookups: int = 2000  # partitions whose records are fetched per round, at most
     min_stop_grace_s: float | None = None  # default: 3 × offset_refresh_s
     thresholds: tuple[Threshold, ...] = ()
     # lag history

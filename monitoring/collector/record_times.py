@@ -1,17 +1,20 @@
 """When the record at a committed offset was appended: the age of a group's oldest unconsumed record.
 
-Read from the log itself with a librdkafka consumer assigned (without a group) to the partitions at the
-wanted offsets: the first record it returns at or after the offset is the oldest one the group has not
-consumed (a record compacted away or deleted by retention is skipped to the next one; a partition that
-ends before any data record, e.g. only transaction markers follow, has nothing unconsumed). Answers are
-cached by (topic, partition, offset): a record's timestamp never changes, so a group that does not move
-costs no new fetch. Timestamps are the records' own (CreateTime or LogAppendTime, as the topic says).
+Read from the log itself with a librdkafka consumer assigned (without a group) to the partitions: for
+each partition one fetch starts at the lowest wanted offset and reads on until the highest one is
+passed (usually one fetch: a batch holds many records), so every group's position on that partition is
+answered by the same pass. The answer for an offset is the first record at or after it (a record
+compacted away or deleted by retention is skipped to the next one); a partition that ends before any data
+record (e.g. only transaction markers follow) has nothing unconsumed. Answers are cached by (topic,
+partition, offset): a record's timestamp never changes, so a group that does not move costs no new
+fetch. Timestamps are the records' own (CreateTime or LogAppendTime, as the topic says).
 
-Cost: one Fetch per pass over all wanted partitions; a Strom broker answers it in about 0.5-1 ms per
-partition (measured: 1,000 partitions in 0.5-1 s), so the service caps the fetches per round
-(`lag-seconds-lookups`) and partitions whose committed offset moved wait their turn (unknown meanwhile).
+Cost: a Strom broker answers a Fetch in about 0.5-1 ms per partition (measured: 1,000 partitions in
+0.5-1 s), so the service caps the partitions fetched per round (`lag-seconds-lookups`), those looked up
+longest ago first; positions left over are unknown for that round.
 """
 
+import bisect
 import collections
 import logging
 import time
@@ -43,58 +46,72 @@ class RecordTimeReader:
         self._cache: dict[Position, int | None] = {}
         self._looked_up: dict[tuple[str, int], float] = {}  # (topic, partition) → monotonic time of the last fetch
 
-    def append_times(self, positions: Iterable[Position], max_lookups: int | None = None) -> dict[Position, int | None]:
+    def append_times(self, positions: Iterable[Position], max_partitions: int | None = None
+                     ) -> dict[Position, int | None]:
         """For each position, the timestamp (ms) of the first record at or after it, None when there is
-        none (caught up). Positions not in the cache are fetched, at most `max_lookups` of them (those of
-        the partitions looked up longest ago first, so every partition gets its turn); positions not
-        fetched or not answered within the timeout are left out (unknown)."""
+        none (caught up). Positions not in the cache are fetched, from at most `max_partitions` partitions
+        (those looked up longest ago first); positions not fetched or not answered within the timeout are
+        left out (unknown)."""
         wanted = set(positions)
         known = {p: self._cache[p] for p in wanted if p in self._cache}
-        missing = sorted(wanted - known.keys(), key=lambda p: self._looked_up.get(p[:2], 0.0))
-        if max_lookups is not None:
-            missing = missing[:max_lookups]
-        # One offset per partition per pass (a consumer reads each partition at one position at a time).
         by_partition: dict[tuple[str, int], list[int]] = collections.defaultdict(list)
-        for topic, partition, offset in missing:
+        for topic, partition, offset in wanted - known.keys():
             by_partition[(topic, partition)].append(offset)
-        deadline = time.monotonic() + self._timeout_s
-        while by_partition and time.monotonic() < deadline:
-            batch = {tp: offsets.pop() for tp, offsets in by_partition.items()}
-            by_partition = {tp: offsets for tp, offsets in by_partition.items() if offsets}
-            known.update(self._read_first_records(batch, deadline))
+        order = sorted(by_partition, key=lambda tp: self._looked_up.get(tp, 0.0))
+        if max_partitions is not None:
+            order = order[:max_partitions]
+        if order:
+            ranges = {tp: (min(by_partition[tp]), max(by_partition[tp])) for tp in order}
+            records, ended = self._read(ranges)
             now = time.monotonic()
-            self._looked_up.update((tp, now) for tp in batch)
+            for tp in order:
+                self._looked_up[tp] = now
+                offsets, stamps = records.get(tp, ([], []))
+                for offset in by_partition[tp]:
+                    i = bisect.bisect_left(offsets, offset)
+                    if i < len(offsets):
+                        known[(*tp, offset)] = stamps[i]
+                    elif tp in ended:
+                        known[(*tp, offset)] = None
         self._cache = dict(known)
         return known
 
-    def _read_first_records(self, batch: dict[tuple[str, int], int], deadline: float) -> dict[Position, int | None]:
-        found: dict[Position, int | None] = {}
-        pending = dict(batch)
-        self._consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in batch.items()])
+    def _read(self, ranges: dict[tuple[str, int], tuple[int, int]]
+              ) -> tuple[dict[tuple[str, int], tuple[list[int], list[int]]], set[tuple[str, int]]]:
+        """Read each partition from its range's first offset until past its last one or the end of the
+        log: ({partition: (offsets, timestamps) in offset order}, {partitions whose log end was reached})."""
+        records: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+        ended: set[tuple[str, int]] = set()
+        pending = {tp: last for tp, (_, last) in ranges.items()}
+        deadline = time.monotonic() + self._timeout_s
+        self._consumer.assign([TopicPartition(t, p, first) for (t, p), (first, _) in ranges.items()])
         try:
             while pending and time.monotonic() < deadline:
                 for message in self._consumer.consume(10_000, 0.1):
                     tp = (message.topic(), message.partition())
-                    offset = pending.get(tp)
-                    if offset is None:
+                    last = pending.get(tp)
+                    if last is None:
                         continue
                     error = message.error()
                     if error is not None:
                         if error.code() == KafkaError._PARTITION_EOF:
-                            found[(*tp, offset)] = None
+                            ended.add(tp)
                             del pending[tp]
                         else:
-                            logger.debug("record time of %s: %s", tp, error)
+                            logger.debug("record times of %s: %s", tp, error)
                         continue
                     kind, timestamp = message.timestamp()
                     if kind != TIMESTAMP_NOT_AVAILABLE:
-                        found[(*tp, offset)] = timestamp
-                    del pending[tp]
+                        offsets, stamps = records.setdefault(tp, ([], []))
+                        offsets.append(message.offset())
+                        stamps.append(timestamp)
+                    if message.offset() >= last:
+                        del pending[tp]
         finally:
             self._consumer.unassign()
         if pending:
-            logger.info("record times: %d of %d partitions did not answer in time", len(pending), len(batch))
-        return found
+            logger.info("record times: %d of %d partitions did not answer in time", len(pending), len(ranges))
+        return records, ended
 
     def close(self) -> None:
         self._consumer.close()

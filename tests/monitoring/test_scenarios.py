@@ -290,3 +290,25 @@ def test_a_restart_neither_blinds_nor_re_alerts(broker):
         assert [i.group for i in second.open_incidents()] == [group]
     finally:
         second.stop()
+
+
+def test_record_times_answer_every_group_position_on_a_partition_from_one_pass(broker, monitor):
+    from monitoring.collector.record_times import RecordTimeReader
+
+    topic = new_topic(broker, monitor, partitions=2)
+    before_ms = time.time() * 1000
+    produce(broker, topic, 30, partition=0)
+    produce(broker, topic, 3, partition=1)
+    after_ms = time.time() * 1000
+    reader = RecordTimeReader(broker.bootstrap)
+    try:
+        times = reader.append_times([(topic, 0, 0), (topic, 0, 17), (topic, 0, 29), (topic, 1, 2), (topic, 1, 3)],
+                                    max_partitions=2)
+        assert set(times) == {(topic, 0, 0), (topic, 0, 17), (topic, 0, 29), (topic, 1, 2), (topic, 1, 3)}
+        assert all(before_ms - 1 <= times[p] <= after_ms + 1 for p in times if p != (topic, 1, 3))
+        assert times[(topic, 1, 3)] is None  # at the log end: nothing unconsumed
+        # No fetch allowed: cached positions are answered, a new one is unknown.
+        again = reader.append_times([(topic, 0, 5), (topic, 0, 17)], max_partitions=0)
+        assert again == {(topic, 0, 17): times[(topic, 0, 17)]}
+    finally:
+        reader.close()

@@ -143,9 +143,12 @@ def committer(port: int, groups: range, partitions_per_topic: int, stop_at: floa
 @dataclass
 class Sample:
     at: float
+    written: int  # records in __consumer_offsets (sum of its partitions' log-end offsets)
+    broker_cpu_s: float
     backlog: float
     stored: float
     evaluation_s: float
+    record_times_s: float
     partitions: float
     seconds_unknown: float
     cpu_s: float
@@ -193,30 +196,48 @@ def main() -> int:
                        for s in slices]
             for w in writers:
                 w.start()
-            samples = watch(monitor.pid, metrics_port, stop_at)
+            samples = watch(broker, monitor.pid, metrics_port, stop_at)
             for w in writers:
                 w.join()
         finally:
             monitor.terminate()
-            monitor.wait(60)
+            try:
+                monitor.wait(120)
+            except subprocess.TimeoutExpired:
+                print("the monitor did not stop within 120 s of SIGTERM: killed", flush=True)
+                monitor.kill()
+                monitor.wait()
     report(samples, offered)
     return 0
 
 
-def watch(pid: int, port: int, stop_at: float) -> list[Sample]:
+def offsets_topic_size(bootstrap: str) -> int:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.list_offsets({TopicPartition("__consumer_offsets", p): OffsetSpec.latest() for p in range(50)},
+                                 request_timeout=60)
+    return sum(f.result().offset for f in futures.values())
+
+
+def watch(broker, pid: int, port: int, stop_at: float) -> list[Sample]:
     samples = []
     while time.monotonic() < stop_at:
         time.sleep(COMMIT_S)  # the sampling period of this report
         metrics = scrape(port)
         cpu_s, rss = cpu_rss(pid)
-        sample = Sample(time.monotonic(), metrics["strom_lag_monitor_offsets_topic_lag_records"],
+        sample = Sample(time.monotonic(), offsets_topic_size(broker.bootstrap), broker.cpu_seconds(),
+                        metrics["strom_lag_monitor_offsets_topic_lag_records"],
                         metrics["strom_lag_monitor_commits_stored_total"],
                         metrics["strom_lag_monitor_evaluation_duration_seconds"],
+                        metrics["strom_lag_monitor_record_times_duration_seconds"],
                         metrics["strom_lag_monitor_partitions"],
                         metrics["strom_lag_monitor_lag_seconds_unknown_partitions"], cpu_s, rss)
         samples.append(sample)
-        print(f"  t={sample.at - samples[0].at:5.0f}s backlog={sample.backlog:8.0f} stored={sample.stored:10.0f} "
-              f"round={sample.evaluation_s:6.2f}s partitions={sample.partitions:6.0f} "
+        print(f"  t={sample.at - samples[0].at:5.0f}s written={sample.written:9d} backlog={sample.backlog:8.0f} "
+              f"stored={sample.stored:9.0f} round={sample.evaluation_s:6.2f}s "
+              f"(record times {sample.record_times_s:5.2f}s) partitions={sample.partitions:6.0f} "
               f"seconds-unknown={sample.seconds_unknown:6.0f} "
               f"rss={sample.rss / 2**20:6.0f} MiB", flush=True)
     return samples
@@ -226,12 +247,16 @@ def report(samples: list[Sample], offered: float) -> None:
     second_half = samples[len(samples) // 2:]
     span = second_half[-1].at - second_half[0].at
     stored_rate = (second_half[-1].stored - second_half[0].stored) / span if span else 0.0
-    cpu = (samples[-1].cpu_s - samples[0].cpu_s) / (samples[-1].at - samples[0].at)
+    written_rate = (second_half[-1].written - second_half[0].written) / span if span else 0.0
+    wall = samples[-1].at - samples[0].at
+    cpu = (samples[-1].cpu_s - samples[0].cpu_s) / wall
+    broker_cpu = (samples[-1].broker_cpu_s - samples[0].broker_cpu_s) / wall
     rounds = sorted({s.evaluation_s for s in samples if s.evaluation_s > 0})
     print()
     print("| measure | value |")
     print("| --- | --- |")
-    print(f"| commit records offered / stored per s (2nd half) | {offered:.0f} / {stored_rate:.0f} |")
+    print(f"| commit records per s (2nd half): offered / written by the broker / stored by the monitor | "
+          f"{offered:.0f} / {written_rate:.0f} / {stored_rate:.0f} |")
     backlog = max(s.backlog for s in second_half)
     print(f"| __consumer_offsets backlog, max over the 2nd half (records) | {backlog:.0f} |")
     print(f"| __consumer_offsets backlog at the end (records) | {samples[-1].backlog:.0f} |")
@@ -242,6 +267,7 @@ def report(samples: list[Sample], offered: float) -> None:
     print(f"| partitions without lag seconds in a round (median, 2nd half) | {unknown:.0f} |")
     print(f"| monitor CPU (share of one core) | {cpu:.2f} |")
     print(f"| monitor RSS max (MiB) | {max(s.rss for s in samples) / 2**20:.0f} |")
+    print(f"| broker CPU (share of one core) | {broker_cpu:.2f} |")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ from collections.abc import Iterable, Sequence
 
 from monitoring.model import Commit, GroupResult, PartitionInput, PartitionResult, Status
 
+# Looked up once: evaluation runs for every partition of every group each round.
+OK, WARN, ERR, STOP, STALL, REWIND = Status.OK, Status.WARN, Status.ERR, Status.STOP, Status.STALL, Status.REWIND
+
 
 def current_lag(commits: Sequence[Commit], heads: Sequence[int]) -> int:
     """Latest head minus the newest committed offset, at least 0 (heads lag behind fast commits); 0 when
@@ -79,8 +82,14 @@ def offsets_stalled(commits: Sequence[Commit]) -> bool:
 
 def lag_not_decreasing(commits: Sequence[Commit]) -> bool:
     """Rule 5: the known lags, in order, never go down (equal counts as not decreasing)."""
-    lags = [c.lag for c in commits if c.lag is not None]
-    return all(later >= earlier for earlier, later in zip(lags, lags[1:], strict=False))
+    previous = None
+    for commit in commits:
+        lag = commit.lag
+        if lag is not None:
+            if previous is not None and lag < previous:
+                return False
+            previous = lag
+    return True
 
 
 def data_waited_longer(commits: Sequence[Commit], lag_seconds: float | None, min_stop_grace_ms: int) -> bool:
@@ -97,19 +106,19 @@ def partition_status(commits: Sequence[Commit], heads: Sequence[int], lag: int, 
     """The status of a partition with at least one commit (Burrow's `calculatePartitionStatus`, in its
     order; `lag` is `current_lag`). With `lag_seconds` None the result is exactly Burrow's."""
     if lag <= allowed_lag or lag_seconds == 0:
-        return Status.OK
+        return OK
     if (offsets_stopped(commits, now_ms) and not recent_lag_zero(commits, heads)
             and data_waited_longer(commits, lag_seconds, min_stop_grace_ms)):
-        return Status.STOP
+        return STOP
     rewind = rewind_index(commits)
     if rewind > 0 and not rewind_recovered(commits, rewind):
-        return Status.REWIND
+        return REWIND
     if lag_always_not_zero(commits, allowed_lag):
         if offsets_stalled(commits):
-            return Status.STALL
+            return STALL
         if lag_not_decreasing(commits):
-            return Status.WARN
-    return Status.OK
+            return WARN
+    return OK
 
 
 def evaluate_partition(partition: PartitionInput, now_ms: int, allowed_lag: int = 0, minimum_complete: float = 0.0,
@@ -119,7 +128,7 @@ def evaluate_partition(partition: PartitionInput, now_ms: int, allowed_lag: int 
     commits = partition.commits
     lag = current_lag(commits, partition.heads)
     complete = min(1.0, len(commits) / partition.intervals)
-    status = Status.OK
+    status = OK
     if commits and complete >= minimum_complete:
         status = partition_status(commits, partition.heads, lag, now_ms, allowed_lag, partition.lag_seconds,
                                   min_stop_grace_ms)
@@ -140,7 +149,7 @@ def group_result(cluster: str, group: str, partitions: Iterable[PartitionResult]
     maxlag: PartitionResult | None = None
     for p in partitions:
         if p.status > status:
-            status = min(p.status, Status.ERR)
+            status = min(p.status, ERR)
         if maxlag is None or p.current_lag > maxlag.current_lag:
             maxlag = p
     complete = sum(1 for p in partitions if p.complete == 1.0) / len(partitions) if partitions else 0.0

@@ -19,22 +19,30 @@ from monitoring.model import GroupResult
 
 logger = logging.getLogger(__name__)
 
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+def _json(value: int | float | None) -> str:
+    return "null" if value is None else repr(value)
 
 
 def lag_samples(results: Iterable[GroupResult]) -> Iterator[tuple[bytes, bytes, int]]:
-    """(key, value, timestamp ms) of every sample of the groups' evaluations; NOTFOUND groups have none."""
+    """(key, value, timestamp ms) of every sample of the groups' evaluations; NOTFOUND groups have none.
+    The JSON is written field by field (names and strings escaped once per group and topic): this runs
+    for every partition of every group each round."""
+    quoted: dict[str, str] = {}
     for group in results:
+        if not group.partitions:
+            continue
         key = group.group.encode()
+        head = (f'{{"ts":{group.evaluated_ms},"cluster":{json.dumps(group.cluster, ensure_ascii=False)},'
+                f'"group":{json.dumps(group.group, ensure_ascii=False)},"topic":')
+        tail = f',"group_status":"{group.status.name}","threshold_breached":'
         for p in group.partitions:
-            value = _encode({
-                "ts": group.evaluated_ms, "cluster": group.cluster, "group": group.group, "topic": p.topic,
-                "partition": p.partition, "committed_offset": p.committed_offset,
-                "end_offset": p.end_offset, "lag": p.lag,
-                "lag_seconds": None if p.lag_seconds is None else round(p.lag_seconds, 3),
-                "status": p.status.name, "group_status": group.status.name,
-                "threshold_breached": p.threshold_breached,
-            })
+            topic = quoted.get(p.topic)
+            if topic is None:
+                topic = quoted[p.topic] = json.dumps(p.topic, ensure_ascii=False)
+            seconds = None if p.lag_seconds is None else round(p.lag_seconds, 3)
+            value = (f'{head}{topic},"partition":{p.partition},"committed_offset":{_json(p.committed_offset)},'
+                     f'"end_offset":{_json(p.end_offset)},"lag":{_json(p.lag)},"lag_seconds":{_json(seconds)},'
+                     f'"status":"{p.status.name}"{tail}{"true" if p.threshold_breached else "false"}}}')
             yield key, value.encode(), group.evaluated_ms
 
 

@@ -42,6 +42,7 @@ class MonitorStats:
     commits_stored: int = 0             # since start
     records_undecodable: int = 0        # since start
     evaluation_seconds: float = 0.0     # duration of the latest round
+    record_times_seconds: float = 0.0   # of which reading record times (lag seconds)
     evaluated_at_seconds: float = 0.0   # unix time of the latest round
     groups: int = 0
     partitions: int = 0
@@ -195,6 +196,8 @@ def _health(stats: MonitorStats) -> Iterator[Metric]:
                               "__consumer_offsets records that did not decode", value=stats.records_undecodable)
     yield gauge("strom_lag_monitor_evaluation_duration_seconds", "Duration of the latest evaluation round",
                 stats.evaluation_seconds)
+    yield gauge("strom_lag_monitor_record_times_duration_seconds",
+                "Time the latest round spent reading record times from the log", stats.record_times_seconds)
     yield gauge("strom_lag_monitor_last_evaluation_timestamp_seconds", "Unix time of the latest evaluation",
                 stats.evaluated_at_seconds)
     yield gauge("strom_lag_monitor_groups", "Groups evaluated in the latest round", stats.groups)

@@ -8,13 +8,15 @@ then collector), saves the state and flushes the samples.
 
 Threads: the collector thread consumes `__consumer_offsets` into storage; the scheduler thread refreshes
 topics (`topic-refresh`) and heads (`offset-refresh`), evaluates every group (`evaluation-interval`),
-writes lag samples, decides announcements and saves the state (`state-save-interval`). Storage is only
-touched under one lock; network calls happen outside it.
+writes lag samples, decides announcements and saves the state (`state-save-interval`); the record-time
+thread fetches the records at the committed offsets each round asks for. Storage is only touched under
+one lock; network calls happen outside it.
 
-An evaluation round (`evaluate`): expire groups and topics; take every group's partition inputs; read
-the append time of the record at each lagging committed offset (one batched pass, cached); evaluate each
-partition (Burrow's rules + Strom's), mark threshold breaches, aggregate per group; publish the results;
-write the samples; decide and persist incidents; hand announcements to the sink.
+An evaluation round (`evaluate`): expire groups and topics; take every group's partition inputs; look up
+the append time of the record at each lagging committed offset (cached answers; the record-time thread
+fetches the missing ones for the next round); evaluate each partition (Burrow's rules + Strom's), mark
+threshold breaches, aggregate per group; publish the results; write the samples; decide and persist
+incidents; hand announcements to the sink.
 """
 
 import dataclasses
@@ -73,6 +75,9 @@ class LagMonitor:
         self._record_times: RecordTimeReader | None = None
         self._samples: LagSampleWriter | None = None
         self._saved_positions: dict[int, int] = {}
+        self._wanted_positions: set[Position] = set()
+        self._lookups_due = threading.Event()
+        self._record_times_seconds = 0.0
 
     #
     # Lifecycle
@@ -97,12 +102,16 @@ class LagMonitor:
         self._stopping.clear()
         self._threads = [threading.Thread(target=self._collect_loop, name="lag-collector", daemon=True),
                          threading.Thread(target=self._schedule_loop, name="lag-scheduler", daemon=True)]
+        if self._record_times is not None:
+            self._threads.append(threading.Thread(target=self._record_time_loop, name="lag-record-times",
+                                                  daemon=True))
         for thread in self._threads:
             thread.start()
 
     def stop(self) -> None:
         """Stop the scheduler and the collector, save the state, flush samples, close the clients."""
         self._stopping.set()
+        self._lookups_due.set()
         for thread in reversed(self._threads):
             thread.join()
         self._threads = []
@@ -165,6 +174,23 @@ class LagMonitor:
                         logger.exception("%s failed", task.__name__)
                     due[task] = time.monotonic() + periods[task]
 
+    def _record_time_loop(self) -> None:
+        """Fetch the record times the latest round wanted (at most `lag-seconds-lookups` partitions per
+        pass), one pass per round: the rounds never wait for the broker's fetches."""
+        reader = self._record_times
+        assert reader is not None
+        while True:
+            self._lookups_due.wait()
+            self._lookups_due.clear()
+            if self._stopping.is_set():
+                return
+            started = time.monotonic()
+            try:
+                reader.append_times(self._wanted_positions, self.config.lag_seconds_lookups)
+            except Exception:
+                logger.exception("reading record times failed")
+            self._record_times_seconds = time.monotonic() - started
+
     def _refresh_topics(self) -> None:
         assert self._broker_reader is not None
         counts = self._broker_reader.partition_counts()
@@ -222,17 +248,21 @@ class LagMonitor:
             offsets_topic_lag=self._offsets_reader.lag(self._offsets_topic_heads) if self._offsets_reader else 0,
             commits_stored=self._commits_stored,
             records_undecodable=self._offsets_reader.undecodable if self._offsets_reader else 0,
-            evaluation_seconds=time.monotonic() - started, evaluated_at_seconds=now_ms / 1000,
+            evaluation_seconds=time.monotonic() - started, record_times_seconds=self._record_times_seconds,
+            evaluated_at_seconds=now_ms / 1000,
             groups=len(results), partitions=partitions, lag_seconds_unknown=unknown_seconds)
         return results
 
     def _append_times(self, inputs: Sequence[Sequence[PartitionInput]]) -> Mapping[Position, int | None] | None:
-        """Append times of the records at every lagging committed offset, None when lag seconds are off."""
+        """The known append times of the records at every lagging committed offset (None when lag seconds
+        are off); the record-time thread is asked to fetch the rest."""
         if self._record_times is None:
             return None
         wanted = {(p.topic, p.partition, p.commits[-1].offset) for parts in inputs for p in parts
                   if p.commits and p.heads and p.commits[-1].offset < p.heads[-1]}
-        return self._record_times.append_times(wanted, self.config.lag_seconds_lookups)
+        self._wanted_positions = wanted
+        self._lookups_due.set()
+        return self._record_times.known(wanted)
 
     def _notify(self, results: Mapping[str, GroupResult], now_ms: int) -> None:
         silences = self.silences()

@@ -10,8 +10,9 @@ partition, offset): a record's timestamp never changes, so a group that does not
 fetch. Timestamps are the records' own (CreateTime or LogAppendTime, as the topic says).
 
 Cost: a Strom broker answers a Fetch in about 0.5-1 ms per partition (measured: 1,000 partitions in
-0.5-1 s), so the service caps the partitions fetched per round (`lag-seconds-lookups`), those looked up
-longest ago first; positions left over are unknown for that round.
+0.5-1 s), so the service fetches from its own thread, capped per pass (`lag-seconds-lookups`
+partitions, those looked up longest ago first), and evaluations use what is cached (`known`): a
+position not fetched yet has no lag in seconds in that round. `append_times` belongs to one thread.
 """
 
 import bisect
@@ -75,6 +76,11 @@ class RecordTimeReader:
                         known[(*tp, offset)] = None
         self._cache = dict(known)
         return known
+
+    def known(self, positions: Iterable[Position]) -> dict[Position, int | None]:
+        """The cached answers for `positions` (no fetch); safe to call from another thread."""
+        cache = self._cache
+        return {p: cache[p] for p in positions if p in cache}
 
     def _read(self, ranges: dict[tuple[str, int], tuple[int, int]]
               ) -> tuple[dict[tuple[str, int], tuple[list[int], list[int]]], set[tuple[str, int]]]:

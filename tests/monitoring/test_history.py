@@ -20,3 +20,10 @@ def test_one_sample_per_partition_with_the_contract_fields():
     assert (second["committed_offset"], second["lag"], second["lag_seconds"], second["end_offset"]) == (
         None, None, None, None)
     assert b" " not in samples[0][1]  # compact JSON
+
+
+def test_names_are_escaped():
+    result = group(partition(Status.OK, topic='or"ders\\ü'), name='bill\n"ing', cluster="prod")
+    [(key, value, _)] = list(lag_samples([result]))
+    sample = json.loads(value)
+    assert (key, sample["group"], sample["topic"]) == (b'bill\n"ing', 'bill\n"ing', 'or"ders\\ü')

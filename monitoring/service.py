@@ -234,6 +234,8 @@ class LagMonitor:
         results = {}
         partitions = unknown_seconds = 0
         for group, parts in inputs.items():
+            if self._stopping.is_set():
+                return self._results  # stopping: a partial round is not published
             evaluated = [evaluate_partition(_with_lag_seconds(p, times, now_ms) if times is not None else p, now_ms,
                                             config.allowed_lag, config.minimum_complete, grace_ms) for p in parts]
             partitions += len(evaluated)

@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
+from monitoring.collector.record_times import RecordTimeReader
 from monitoring.config import SAMPLES_TOPIC, MonitorConfig
 from monitoring.model import GroupResult, Status
 from monitoring.persistence import MemoryStore
@@ -299,8 +300,6 @@ def test_a_restart_neither_blinds_nor_re_alerts(broker):
 
 
 def test_record_times_answer_every_group_position_on_a_partition_from_one_pass(broker, monitor):
-    from monitoring.collector.record_times import RecordTimeReader
-
     topic = new_topic(broker, monitor, partitions=2)
     before_ms = time.time() * 1000
     produce(broker, topic, 30, partition=0)

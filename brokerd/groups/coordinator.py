@@ -32,17 +32,6 @@ from typing import TypeVar
 from brokerd.clock import Clock
 from brokerd.config import GroupSettings
 from brokerd.groups import errors
-from brokerd.groups.schemas import (
-    NO_EXPIRE_TIMESTAMP,
-    GroupMetadataKey,
-    GroupMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    SchemaError,
-    decode_record,
-    encode_key,
-    encode_value,
-)
 from brokerd.groups.state import (
     CONSUMER_PROTOCOL_TYPE,
     Group,
@@ -52,6 +41,17 @@ from brokerd.groups.state import (
     Member,
     SyncGroupResult,
     TopicPartition,
+)
+from kafkaspec.consumer_offsets import (
+    NO_EXPIRE_TIMESTAMP,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    SchemaError,
+    decode_record,
+    encode_key,
+    encode_value,
 )
 
 logger = logging.getLogger(__name__)

@@ -13,10 +13,10 @@ import logging
 
 from brokerd.config import GroupSettings
 from brokerd.groups.errors import CoordinatorNotAvailableError
-from brokerd.groups.schemas import partition_for
 from brokerd.metadata.errors import MetadataError
 from brokerd.metadata.image import BrokerEndpoint, NewTopic, TopicMetadata
 from brokerd.metadata.store import MetadataStore
+from kafkaspec.consumer_offsets import partition_for
 from kafkaspec.topic_names import CONSUMER_OFFSETS_TOPIC
 
 log = logging.getLogger(__name__)

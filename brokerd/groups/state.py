@@ -17,7 +17,7 @@ import enum
 import struct
 from dataclasses import dataclass, field
 
-from brokerd.groups.schemas import GroupMetadataValue, MemberMetadataValue, OffsetCommitValue
+from kafkaspec.consumer_offsets import GroupMetadataValue, MemberMetadataValue, OffsetCommitValue
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 

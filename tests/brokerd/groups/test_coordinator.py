@@ -23,8 +23,8 @@ from brokerd.groups.coordinator import (
     OffsetToCommit,
     SyncGroupRequest,
 )
-from brokerd.groups.schemas import GroupMetadataKey, OffsetCommitKey, OffsetCommitValue, decode_record
 from brokerd.groups.state import GroupState
+from kafkaspec.consumer_offsets import GroupMetadataKey, OffsetCommitKey, OffsetCommitValue, decode_record
 
 SESSION_MS = 10_000
 REBALANCE_MS = 30_000

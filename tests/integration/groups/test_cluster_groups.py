@@ -13,7 +13,7 @@ import pytest
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
-from brokerd.groups.schemas import partition_for
+from kafkaspec.consumer_offsets import partition_for
 from kafkaspec.topic_names import CONSUMER_OFFSETS_TOPIC
 from tests.integration.groups.conftest import GROUP_OVERRIDES
 from tests.integration.groups.group_consumers import ConsumerGroup, ProducerThread, produce

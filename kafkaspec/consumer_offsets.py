@@ -45,7 +45,7 @@ _I64 = struct.Struct(">q")
 
 
 class SchemaError(ValueError):
-    """A `__consumer_offsets` key or value that is malformed or of a version this broker cannot read."""
+    """A `__consumer_offsets` key or value that is malformed or of a version this module cannot read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +141,7 @@ def encode_offset_commit_value(value: OffsetCommitValue, version: int | None = N
     if version is None:
         version = offset_commit_value_version(value)
     if version not in (0, 1, 2, 3):
-        raise SchemaError(f"OffsetCommitValue version {version} is not written by this broker")
+        raise SchemaError(f"OffsetCommitValue version {version} is not written here")
     out = [_I16.pack(version), _I64.pack(value.offset)]
     if version >= 3:
         out.append(_I32.pack(value.leader_epoch))
@@ -154,7 +154,7 @@ def encode_offset_commit_value(value: OffsetCommitValue, version: int | None = N
 def encode_group_metadata_value(value: GroupMetadataValue, version: int = 3) -> bytes:
     """The value at `version` (default 3, what Kafka 3.x writes); fields a version lacks are dropped."""
     if version not in (0, 1, 2, 3):
-        raise SchemaError(f"GroupMetadataValue version {version} is not written by this broker")
+        raise SchemaError(f"GroupMetadataValue version {version} is not written here")
     out = [_I16.pack(version), _string(value.protocol_type), _I32.pack(value.generation_id),
            _nullable_string(value.protocol_name), _nullable_string(value.leader)]
     if version >= 2:

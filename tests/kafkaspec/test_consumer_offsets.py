@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from kafka.protocol.api_data import ApiData, JsonSchemaData
 from kafka.protocol.schemas import StructField
 
-from brokerd.groups.schemas import (
+from kafkaspec.consumer_offsets import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadataValue,

@@ -1,0 +1,70 @@
+"""`python -m monitoring`: run the lag monitor alone (the control plane runs the same `LagMonitor` in its
+`run_lag_monitor` command). Ctrl-C or SIGTERM stops it cleanly.
+
+    python -m monitoring --bootstrap-servers 127.0.0.1:9092 [--config monitor.json] [--state-dir var/lag]
+                         [--metrics-port 9308] [--webhook https://…]…
+
+`--config` is a JSON object of settings with Burrow's key names (see monitoring.config); command-line
+values win. Exit status 2 with one line on a bad setting.
+"""
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, start_http_server
+
+from monitoring.config import MonitorConfig
+from monitoring.notifier.sender import WebhookEndpoint
+from monitoring.notifier.sinks import LoggingSink, WebhookSink
+from monitoring.persistence import FileStore, MemoryStore
+from monitoring.prometheus import LagMetrics
+from monitoring.service import LagMonitor
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m monitoring", description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap-servers")
+    parser.add_argument("--cluster")
+    parser.add_argument("--config", type=Path, help="JSON file of settings (Burrow's key names)")
+    parser.add_argument("--state-dir", type=Path, help="keep windows and incidents here across restarts")
+    parser.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
+    parser.add_argument("--webhook", action="append", default=[], help="POST Standard Webhooks events here")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = json.loads(args.config.read_text()) if args.config else {}
+        if args.bootstrap_servers:
+            settings["bootstrap-servers"] = args.bootstrap_servers
+        if args.cluster:
+            settings["cluster"] = args.cluster
+        config = MonitorConfig.from_mapping(settings)
+    except (OSError, ValueError) as exc:  # ConfigError and JSON errors are ValueErrors
+        print(f"monitoring: {exc}", file=sys.stderr)
+        return 2
+    store = FileStore(args.state_dir) if args.state_dir else MemoryStore()
+    sink = WebhookSink([WebhookEndpoint(url) for url in args.webhook]) if args.webhook else LoggingSink()
+    monitor = LagMonitor(config, store, sink)
+    if args.metrics_port is not None:
+        registry = CollectorRegistry()
+        registry.register(LagMetrics(monitor.metrics_snapshot))
+        start_http_server(args.metrics_port, addr="127.0.0.1", registry=registry)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    monitor.start()
+    logging.getLogger("monitoring").info("lag monitor of %s (%s) running", config.cluster, config.bootstrap_servers)
+    stop.wait()
+    monitor.stop()
+    if isinstance(sink, WebhookSink):
+        sink.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

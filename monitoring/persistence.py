@@ -1,0 +1,138 @@
+"""What survives a restart, behind one interface the control plane implements with its ORM: the
+evaluation state (windows, head rings and the collector's positions in `__consumer_offsets`, as one
+opaque blob) and the open incidents. With both restored, a restarted monitor evaluates full windows at
+once (not blind for `intervals` commits) and announces nothing it had announced already.
+
+`MemoryStore` is for tests; `FileStore` keeps both in a directory (atomic replace: write a temporary
+file, fsync, rename), for `python -m monitoring`.
+"""
+
+import json
+import os
+import tempfile
+import threading
+import zlib
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Protocol
+
+from monitoring.model import Status
+from monitoring.notifier.incidents import Incident, IncidentStore
+
+STATE_FORMAT = 1
+
+
+class StateStore(Protocol):
+    def load_state(self) -> bytes | None:
+        """The last saved blob, None if none."""
+
+    def save_state(self, state: bytes) -> None:
+        """Replace the saved blob (atomically: a crash keeps the old or the new one)."""
+
+
+class MonitorStore(IncidentStore, StateStore, Protocol):
+    """Everything the monitor persists."""
+
+
+def encode_state(storage_snapshot: Mapping, positions: Mapping[int, int]) -> bytes:
+    """The blob: zlib-compressed compact JSON of the storage snapshot and `__consumer_offsets` positions."""
+    document = {"format": STATE_FORMAT, "storage": storage_snapshot,
+                "positions": {str(p): o for p, o in positions.items()}}
+    return zlib.compress(json.dumps(document, separators=(",", ":")).encode(), 1)
+
+
+def decode_state(blob: bytes) -> tuple[dict, dict[int, int]]:
+    """(storage snapshot, positions) from `encode_state`'s blob; ValueError for anything else."""
+    try:
+        document = json.loads(zlib.decompress(blob))
+    except (zlib.error, ValueError) as exc:
+        raise ValueError(f"unreadable monitor state: {exc}") from exc
+    if document.get("format") != STATE_FORMAT:
+        raise ValueError(f"monitor state format {document.get('format')!r}, expected {STATE_FORMAT}")
+    return document["storage"], {int(p): o for p, o in document["positions"].items()}
+
+
+def incident_to_dict(incident: Incident) -> dict:
+    data = asdict(incident)
+    data["status"] = incident.status.name
+    data["notified_status"] = incident.notified_status.name if incident.notified_status else None
+    return data
+
+
+def incident_from_dict(data: Mapping) -> Incident:
+    notified = data.get("notified_status")
+    return Incident(id=data["id"], cluster=data["cluster"], group=data["group"], start_ms=data["start_ms"],
+                    status=Status[data["status"]], notified_status=Status[notified] if notified else None,
+                    notified_ms=data.get("notified_ms", 0))
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self.state: bytes | None = None
+        self.incidents: dict[str, Incident] = {}
+        self.closed: list[tuple[Incident, int]] = []
+
+    def load_state(self) -> bytes | None:
+        return self.state
+
+    def save_state(self, state: bytes) -> None:
+        self.state = state
+
+    def open_incidents(self) -> list[Incident]:
+        return list(self.incidents.values())
+
+    def save_incident(self, incident: Incident) -> None:
+        self.incidents[incident.id] = incident
+
+    def close_incident(self, incident: Incident, closed_ms: int) -> None:
+        self.incidents.pop(incident.id, None)
+        self.closed.append((incident, closed_ms))
+
+
+class FileStore:
+    """`state.bin` (the blob) and `incidents.json` (open incidents) in `directory`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        path = self.directory / "incidents.json"
+        saved = json.loads(path.read_text()) if path.exists() else []
+        self._incidents = {d["id"]: incident_from_dict(d) for d in saved}
+
+    def load_state(self) -> bytes | None:
+        path = self.directory / "state.bin"
+        return path.read_bytes() if path.exists() else None
+
+    def save_state(self, state: bytes) -> None:
+        self._replace("state.bin", state)
+
+    def open_incidents(self) -> list[Incident]:
+        with self._lock:
+            return list(self._incidents.values())
+
+    def save_incident(self, incident: Incident) -> None:
+        with self._lock:
+            self._incidents[incident.id] = incident
+            self._write_incidents()
+
+    def close_incident(self, incident: Incident, closed_ms: int) -> None:
+        with self._lock:
+            self._incidents.pop(incident.id, None)
+            self._write_incidents()
+
+    def _write_incidents(self) -> None:
+        self._replace("incidents.json", json.dumps([incident_to_dict(i) for i in self._incidents.values()]).encode())
+
+    def _replace(self, name: str, data: bytes) -> None:
+        fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=f".{name}.")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, self.directory / name)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise

@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from brokerd.metadata.errors import MetadataError
-from brokerd.metadata.http import HttpError, JsonHttpClient
+from brokerd.metadata.errors import ControlPlaneError, ControlPlaneUnavailableError, HttpError, MetadataError
+from brokerd.metadata.http import JsonHttpClient
 from brokerd.metadata.image import (
     BrokerEndpoint,
     ClusterImage,
@@ -48,20 +48,6 @@ SESSION_HOLD_MS = 30_000
 """How long the control plane holds one session request before the broker opens the next."""
 SECRET_ENV = "STROM_CLUSTER_SECRET"
 NO_LEADER = -1
-
-
-class ControlPlaneError(MetadataError):
-    """The control plane refused a request; `kafka_error` is the Kafka error name it gave."""
-
-    def __init__(self, kafka_error: str | None, message: str) -> None:
-        super().__init__(message)
-        self.kafka_error = kafka_error or "UNKNOWN_SERVER_ERROR"
-
-
-class ControlPlaneUnavailableError(MetadataError):
-    """The control plane did not answer; the client should retry."""
-
-    kafka_error = "REQUEST_TIMED_OUT"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,10 @@
 """Metadata domain errors; `kafka_error` is the Kafka error NAME a handler puts on the wire."""
 
+from brokerd.errors import BrokerError
 
-class MetadataError(Exception):
-    kafka_error = "UNKNOWN_SERVER_ERROR"
+
+class MetadataError(BrokerError):
+    """A metadata read or change failed; `kafka_error` says why."""
 
 
 class UnknownTopicError(MetadataError):
@@ -35,3 +37,22 @@ class InvalidConfigError(MetadataError):
 
 class PolicyViolationError(MetadataError):
     kafka_error = "POLICY_VIOLATION"
+
+
+class ControlPlaneError(MetadataError):
+    """The control plane refused a request; `kafka_error` is the Kafka error name it gave."""
+
+    def __init__(self, kafka_error: str | None, message: str) -> None:
+        super().__init__(message)
+        self.kafka_error = kafka_error or "UNKNOWN_SERVER_ERROR"
+
+
+class ControlPlaneUnavailableError(MetadataError):
+    """The control plane did not answer; the client should retry."""
+
+    kafka_error = "REQUEST_TIMED_OUT"
+
+
+class HttpError(OSError):
+    """An HTTP request to the control plane could not be completed (connection refused, reset, timeout,
+    malformed answer). Transport-level: the store retries or turns it into ControlPlaneUnavailableError."""

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from brokerd.protocol.messages import MalformedRequestError
+from brokerd.protocol.errors import MalformedRequestError
 
 _HEAD = struct.Struct(">iihii")
 _I16 = struct.Struct(">h")

@@ -20,15 +20,12 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from brokerd.protocol.api_keys import ApiKey
+from brokerd.protocol.errors import MalformedRequestError
 
 _HEADER_FIXED = struct.Struct(">hhih")
 _HEADER_PEEK = struct.Struct(">hhi")
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
 _SIZE = struct.Struct(">i")
-
-
-class MalformedRequestError(ValueError):
-    """A frame whose header or body does not decode; the connection is closed (Kafka does the same)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,8 @@ Record (all integers zig-zag varints)::
     length | attributes int8 | timestampDelta varlong | offsetDelta varint |
     keyLength (-1 = null) key | valueLength (-1 = null) value | headerCount [headers…]
 
-The append and fetch paths only use the header functions (`iter_batches`, `verify_crc`,
-`assign_offsets`, `set_log_append_time`): one `struct` call and one CRC per batch, never per record.
+The append and fetch paths only use the header functions (`read_produced_batch`, `iter_batches`,
+`verify_crc`, `assign_offsets`, `set_log_append_time`): one `struct` call and one CRC per batch, never per record.
 `iter_records` decompresses and decodes records; it serves compaction, key checks on compacted
 topics, timestamp limits and timestamp lookups only. Sans-IO: bytes in, values out.
 """
@@ -38,7 +38,7 @@ from typing import NamedTuple
 import cramjam
 from crc32c import crc32c
 
-from brokerd.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
+from brokerd.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size
@@ -156,6 +156,33 @@ def validate_header(header: BatchHeader) -> None:
         raise InvalidRecordError(
             f"batch declares {header.record_count} records and last offset delta {header.last_offset_delta}"
         )
+
+
+def read_produced_batch(records: bytes | bytearray) -> BatchHeader:
+    """The header of the one batch a producer sends for a partition, checked once against the rules of a
+    client's batch (Kafka's `ProduceRequest.validateRecords` and `LogValidator.validateBatch` for client
+    appends): exactly one whole batch, not a control batch, a record count that agrees with
+    lastOffsetDelta, and a base sequence for an idempotent batch. Magic, codec and CRC are checked by
+    storage on append (`validate_header`, `verify_crc`); records are never decoded here.
+
+    Raises CorruptRecordError for a truncated batch, InvalidRecordError for any other violation.
+    """
+    if len(records) < HEADER_SIZE:
+        raise CorruptRecordError(f"record batch of {len(records)} bytes is shorter than its header")
+    header = read_header(records)
+    if header.size > len(records):
+        raise CorruptRecordError("record batch length runs past the end of the request")
+    if header.size < len(records):
+        raise InvalidRecordError("Produce requests must carry exactly one record batch per partition")
+    if header.is_control:
+        raise InvalidRecordError("clients may not send control batches")
+    if header.record_count != header.last_offset_delta + 1:
+        raise InvalidRecordError(
+            f"record count {header.record_count} disagrees with lastOffsetDelta {header.last_offset_delta}"
+        )
+    if header.producer_id != NO_PRODUCER_ID and header.base_sequence < 0:
+        raise InvalidRecordError("idempotent batches need a base sequence >= 0")
+    return header
 
 
 def compute_crc(buf: memoryview, position: int, size: int) -> int:

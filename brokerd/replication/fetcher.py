@@ -35,12 +35,13 @@ from kio.static.primitive import i8, i32, i64
 
 from brokerd.errors import BrokerError
 from brokerd.metadata.image import BrokerEndpoint
-from brokerd.partition.partition import Partition
 from brokerd.protocol.api_keys import ApiKey
+from brokerd.protocol.errors import MalformedRequestError
 from brokerd.protocol.fetch_response import decode_fetch_response
-from brokerd.protocol.messages import MalformedRequestError, decode_response, encode_request
+from brokerd.protocol.messages import decode_response, encode_request
 from brokerd.records.batch import whole_batches_length
 from brokerd.replication.config import ReplicationConfig
+from brokerd.replication.partition import Partition
 
 log = logging.getLogger(__name__)
 

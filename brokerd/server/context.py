@@ -15,8 +15,8 @@ from brokerd.replication.replica_manager import ReplicaManager
 class BrokerServices:
     config: BrokerConfig
     metadata: MetadataStore
-    partitions: ReplicaManager
-    """Every replica on this broker; `get` returns the ones it leads."""
+    replicas: ReplicaManager
+    """Every replica on this broker, and the append call (`append_records`)."""
     endpoint: BrokerEndpoint
     """This broker as clients should reach it (first advertised listener)."""
     groups: GroupManager

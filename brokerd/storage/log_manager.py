@@ -31,10 +31,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from brokerd.clock import Clock, SystemClock
-from brokerd.errors import KafkaStorageError
 from brokerd.storage import checkpoints, partition_metadata
 from brokerd.storage.cleaner import LogCleaner
 from brokerd.storage.config import LogConfig
+from brokerd.storage.errors import KafkaStorageError
 from brokerd.storage.file_handles import FileHandleCache
 from brokerd.storage.log import Log, LogContext, LogState
 from brokerd.storage.log_dir import LogDirectory

@@ -10,7 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from brokerd.metadata.cluster import ClusterMetadataStore, ClusterSettings, ControlPlaneError
+from brokerd.metadata.cluster import ClusterMetadataStore, ClusterSettings
+from brokerd.metadata.errors import ControlPlaneError
 
 SECRET = "s3cret"
 

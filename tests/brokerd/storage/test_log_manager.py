@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from brokerd.errors import KafkaStorageError
 from brokerd.storage import LogManager, log_manager, partition_metadata
 from brokerd.storage.checkpoints import read_epochs, read_offsets
+from brokerd.storage.errors import KafkaStorageError
 
 from .conftest import build_batch, decode  # noqa: TID252
 

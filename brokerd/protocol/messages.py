@@ -8,6 +8,9 @@ Request header (v1, or v2 for flexible versions), big-endian::
 Response header: correlation_id int32, plus an empty tagged-field section (one 0x00 byte) when the
 response version is flexible — except ApiVersions, whose response header is always v0 (KIP-511).
 Encoded responses include their int32 size prefix, ready for the transport.
+
+Both sides live here: the server's (`parse_request_header`, `MessageCodec.decode_request` and
+`encode_response`) and the client's (`encode_request`, `decode_response`, used by `brokerd.client`).
 """
 
 import io
@@ -137,19 +140,18 @@ def frame_response(correlation_id: int, body_size: int) -> bytes:
     return _SIZE_AND_CORRELATION.pack(body_size + 4, correlation_id)
 
 
-_REQUEST_HEADER = struct.Struct(">hhih")
-
-
 def encode_request(api_key: int, version: int, correlation_id: int, client_id: str, request: object) -> bytes:
-    """Size prefix + request header v1 + body, for the broker's own client side (replica fetcher).
-    Non-flexible versions only (header v1)."""
+    """Size prefix + request header (v1, or v2 with an empty tagged-field section for flexible versions) +
+    body: the client side (`brokerd.client`)."""
     codec = message_codec(api_key, version)
-    assert codec is not None and not codec.flexible, f"no non-flexible codec for {api_key} v{version}"
+    assert codec is not None, f"kio has no {api_key} v{version}"
     name = client_id.encode()
     buffer = io.BytesIO()
     buffer.write(b"\0\0\0\0")
-    buffer.write(_REQUEST_HEADER.pack(api_key, version, correlation_id, len(name)))
+    buffer.write(_HEADER_FIXED.pack(api_key, version, correlation_id, len(name)))
     buffer.write(name)
+    if codec.flexible:
+        buffer.write(b"\0")
     entity_writer(codec.request_type)(buffer, request)
     data = buffer.getbuffer()
     _SIZE.pack_into(data, 0, len(data) - 4)
@@ -157,13 +159,24 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
     return buffer.getvalue()
 
 
+def response_correlation_id(frame: bytes | memoryview) -> int:
+    """The correlation id a response frame (without its size prefix) answers."""
+    if len(frame) < 4:
+        raise MalformedRequestError(f"response of {len(frame)} bytes has no header")
+    return _SIZE.unpack_from(frame, 0)[0]
+
+
 def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, object]:
-    """(correlation_id, response entity) from a response frame without its size prefix (header v0)."""
+    """(correlation_id, response entity) from a response frame without its size prefix (header v0, or v1
+    with a tagged-field section for flexible versions other than ApiVersions)."""
     codec = message_codec(api_key, version)
-    assert codec is not None and not codec.flexible
-    (correlation_id,) = _SIZE.unpack_from(frame, 0)
+    assert codec is not None, f"kio has no {api_key} v{version}"
+    correlation_id = response_correlation_id(frame)
+    offset = 4
+    if codec.flexible and api_key != ApiKey.API_VERSIONS:
+        offset = _skip_tagged_fields(frame, offset)
     try:
-        response, _size = entity_reader(codec.response_type)(frame, 4)
+        response, _size = entity_reader(codec.response_type)(frame, offset)
     except (SerialError, ValueError, TypeError, OverflowError) as exc:
         raise MalformedRequestError(f"cannot decode {codec.response_type.__name__}: {exc}") from exc
     return correlation_id, response

@@ -10,12 +10,11 @@ the next request reconnects. Event loop only.
 """
 
 import asyncio
-import struct
 
 from brokerd.protocol.errors import MalformedRequestError
+from brokerd.protocol.framing import SIZE_PREFIX
 from brokerd.protocol.messages import decode_response, encode_request, response_correlation_id
 
-_SIZE = struct.Struct(">i")
 CORRELATION_ID_MASK = 0x7FFFFFFF
 """Correlation ids count up from 1 and wrap before turning negative."""
 TRANSPORT_ERRORS = (OSError, EOFError, asyncio.IncompleteReadError, MalformedRequestError, TimeoutError)
@@ -59,7 +58,7 @@ class BrokerClient:
                     self._writer.write(encode_request(api_key, version, self._correlation_id, self.client_id,
                                                       request))
                     await self._writer.drain()
-                    (size,) = _SIZE.unpack(await self._reader.readexactly(_SIZE.size))
+                    (size,) = SIZE_PREFIX.unpack(await self._reader.readexactly(SIZE_PREFIX.size))
                     frame = await self._reader.readexactly(size)
                 answered = response_correlation_id(frame)
                 if answered != self._correlation_id:

@@ -9,7 +9,7 @@ this topic never holds) are skipped. The read proceeds in chunks of `buffer_size
 
 import asyncio
 
-from brokerd.groups.coordinator import Record
+from brokerd.groups.persistence import Record
 from brokerd.records.batch import iter_batches, iter_records, whole_batches_length
 from brokerd.records.errors import CorruptRecordError
 from brokerd.replication.partition import Partition

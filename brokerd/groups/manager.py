@@ -4,9 +4,10 @@
 How it is driven:
 - **Leadership** (`ReplicaManager` role listener, after every metadata image): a partition this broker
   now leads, or leads at a new leader epoch, gets a fresh `GroupCoordinator` that answers
-  COORDINATOR_LOAD_IN_PROGRESS while a task reads the partition's local log (start → log end offset,
-  `loader.read_records`) and `load`s it; a partition no longer led is `unload`ed (waiting JoinGroup and
-  SyncGroup requests fail with NOT_COORDINATOR, later requests find no coordinator here).
+  COORDINATOR_LOAD_IN_PROGRESS while a task reads the partition (log start → log end offset,
+  `loader.read_records`, through the `Partition`) and `load`s it; a partition no longer led is `unload`ed
+  (waiting JoinGroup and SyncGroup requests fail with NOT_COORDINATOR, later requests find no coordinator
+  here).
 - **Writes**: a coordinator's `append(records)` becomes one uncompressed batch appended through
   `ReplicaManager.append` with acks=all (refused below `min.insync.replicas`, then parked until the high
   watermark passes it or `offsets.commit.timeout.ms` elapses), only while the partition is still led at
@@ -28,9 +29,11 @@ from dataclasses import dataclass
 from brokerd.clock import Clock
 from brokerd.config import GroupSettings
 from brokerd.groups import errors
-from brokerd.groups.coordinator import GroupCoordinator, GroupListing, Record
+from brokerd.groups.api import GroupListing
+from brokerd.groups.coordinator import GroupCoordinator
 from brokerd.groups.loader import read_records
 from brokerd.groups.offsets_topic import OffsetsTopic, group_partition
+from brokerd.groups.persistence import Record
 from brokerd.metadata.image import BrokerEndpoint
 from brokerd.metadata.store import MetadataStore
 from brokerd.records.builder import build_batch

@@ -9,8 +9,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from brokerd.groups import errors
-from brokerd.groups.coordinator import JoinGroupRequest, OffsetCommitRequest, OffsetToCommit, SyncGroupRequest
-from brokerd.groups.state import GroupState
+from brokerd.groups.api import GroupState, JoinGroupRequest, OffsetCommitRequest, OffsetToCommit, SyncGroupRequest
 from kafkaspec.consumer_offsets import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value, partition_for
 from kafkaspec.topic_names import CONSUMER_OFFSETS_TOPIC
 from tests.brokerd.groups.stack import NODE, ScriptedMetadata, group_stack, offsets_image, with_settings

@@ -49,7 +49,7 @@ from brokerd.groups.deadlines import Deadlines
 from brokerd.groups.membership import Membership
 from brokerd.groups.offsets import CommittedOffsets
 from brokerd.groups.persistence import Append, GroupLog, Record, replay
-from brokerd.groups.state import Group
+from brokerd.groups.state import Group, GroupTable
 from brokerd.types import TopicPartition
 from kafkaspec.consumer_offsets import OffsetCommitValue
 
@@ -65,7 +65,7 @@ class GroupCoordinator:
         """`on_deadline(deadline_ms)` is told of every deadline armed (the broker's timer may need to wake
         earlier than it planned)."""
         config = config or GroupSettings()
-        self._groups: dict[str, Group] = {}
+        self._groups = GroupTable()
         self._loaded = False
         self._unloaded = False
         self._deadlines = Deadlines(clock, on_deadline)

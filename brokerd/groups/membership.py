@@ -28,7 +28,7 @@ from brokerd.groups.api import (
 )
 from brokerd.groups.deadlines import Deadlines
 from brokerd.groups.persistence import GroupLog
-from brokerd.groups.state import Group, Member
+from brokerd.groups.state import Group, GroupTable, Member
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000  # Kafka's GroupCoordinator.NewMemberJoinTi
 class Membership:
     """The members and rebalances of every group of one coordinator (`groups`, shared with the offsets)."""
 
-    def __init__(self, clock: Clock, config: GroupSettings, groups: dict[str, Group], deadlines: Deadlines,
+    def __init__(self, clock: Clock, config: GroupSettings, groups: GroupTable, deadlines: Deadlines,
                  log: GroupLog) -> None:
         self._clock = clock
         self._config = config
@@ -46,9 +46,6 @@ class Membership:
         self._deadlines = deadlines
         self._log = log
         self._tasks: set[asyncio.Task[None]] = set()
-
-    def _is_current(self, group: Group) -> bool:
-        return self._groups.get(group.group_id) is group
 
     #
     # JoinGroup
@@ -131,7 +128,7 @@ class Membership:
         try:
             await self._log.store_group(group, assignments)
         except errors.AppendFailedError:
-            if self._is_current(group) and member.member_id in group.members:
+            if self._groups.is_current(group) and member.member_id in group.members:
                 new_member_id = member.member_id
                 assert member.group_instance_id is not None
                 group.replace_static_member(member.group_instance_id, new_member_id, old_member_id)
@@ -236,7 +233,7 @@ class Membership:
         token = group.join_timer = self._deadlines.token()
 
         def expire() -> None:
-            if self._is_current(group) and group.join_timer == token:
+            if self._groups.is_current(group) and group.join_timer == token:
                 self._complete_join_phase(group)
 
         self._deadlines.arm_in(delay_ms, expire)
@@ -250,7 +247,7 @@ class Membership:
         deadline = (self._clock.monotonic_ms() if start_ms is None else start_ms) + delay_ms
 
         def expire() -> None:
-            if not self._is_current(group) or group.join_timer != token:
+            if not self._groups.is_current(group) or group.join_timer != token:
                 return
             if group.new_member_added and remaining_ms != 0:
                 group.new_member_added = False
@@ -298,7 +295,7 @@ class Membership:
         rebalance_timeout_ms = max(m.rebalance_timeout_ms for m in group.members.values())
 
         def expire() -> None:
-            if not self._is_current(group) or group.sync_timer != token or group.generation_id != generation_id:
+            if not self._groups.is_current(group) or group.sync_timer != token or group.generation_id != generation_id:
                 return
             if group.is_in(GroupState.COMPLETING_REBALANCE, GroupState.STABLE) and group.pending_sync_members:
                 for member_id in list(group.pending_sync_members):
@@ -370,7 +367,7 @@ class Membership:
             error = None
         except errors.AppendFailedError as exc:
             error = exc
-        if not (self._is_current(group) and group.state is GroupState.COMPLETING_REBALANCE
+        if not (self._groups.is_current(group) and group.state is GroupState.COMPLETING_REBALANCE
                 and group.generation_id == generation_id):
             return  # the group moved on (a member left or joined) while the assignment was being written
         if error is not None:
@@ -452,7 +449,7 @@ class Membership:
 
     def _on_heartbeat_deadline(self, group: Group, member_id: str, deadline: int) -> None:
         member = group.members.get(member_id)
-        if not self._is_current(group) or member is None or member.heartbeat_deadline_ms != deadline:
+        if not self._groups.is_current(group) or member is None or member.heartbeat_deadline_ms != deadline:
             return
         # Members waiting for a rebalance to finish are kept alive by it (Kafka's hasSatisfiedHeartbeat).
         if not member.is_new and (member.join_future is not None or member.sync_future is not None):
@@ -465,7 +462,7 @@ class Membership:
         group.pending_members[member_id] = deadline
 
         def expire() -> None:
-            if self._is_current(group) and group.pending_members.get(member_id) == deadline:
+            if self._groups.is_current(group) and group.pending_members.get(member_id) == deadline:
                 self._remove_pending_member_and_update_group(group, member_id)
 
         self._deadlines.arm(deadline, expire)

@@ -16,7 +16,7 @@ from brokerd.groups import errors
 from brokerd.groups.api import GroupState, OffsetCommitRequest
 from brokerd.groups.membership import Membership
 from brokerd.groups.persistence import GroupLog, Record, group_tombstone, offset_tombstone
-from brokerd.groups.state import CONSUMER_PROTOCOL_TYPE, Group
+from brokerd.groups.state import CONSUMER_PROTOCOL_TYPE, Group, GroupTable
 from brokerd.types import TopicPartition
 from kafkaspec.consumer_offsets import NO_EXPIRE_TIMESTAMP, OffsetCommitValue
 
@@ -24,16 +24,13 @@ from kafkaspec.consumer_offsets import NO_EXPIRE_TIMESTAMP, OffsetCommitValue
 class CommittedOffsets:
     """The committed offsets of every group of one coordinator (`groups`, shared with the membership)."""
 
-    def __init__(self, clock: Clock, config: GroupSettings, groups: dict[str, Group], log: GroupLog,
+    def __init__(self, clock: Clock, config: GroupSettings, groups: GroupTable, log: GroupLog,
                  membership: Membership) -> None:
         self._clock = clock
         self._config = config
         self._groups = groups
         self._log = log
         self._membership = membership
-
-    def _is_current(self, group: Group) -> bool:
-        return self._groups.get(group.group_id) is group
 
     async def commit(self, request: OffsetCommitRequest) -> dict[TopicPartition, str | None]:
         """Validate and store offsets; one error name (or None) per partition. Group-level failures raise."""
@@ -74,7 +71,7 @@ class CommittedOffsets:
                     del group.pending_offset_commits[tp]
         if error is not None:
             return {tp: error if tp in accepted else result for tp, result in results.items()}
-        if self._is_current(group):
+        if self._groups.is_current(group):
             group.offsets.update(accepted)
         return results
 
@@ -162,7 +159,7 @@ class CommittedOffsets:
         tombstone unless it never had a generation (offsets-only groups store no metadata)."""
         if group.state is GroupState.EMPTY and not group.offsets:
             group.transition_to(GroupState.DEAD, self._clock.now_ms())
-        if group.state is not GroupState.DEAD or not self._is_current(group):
+        if group.state is not GroupState.DEAD or not self._groups.is_current(group):
             return []
         del self._groups[group.group_id]
         return [group_tombstone(group.group_id)] if group.generation_id > 0 else []

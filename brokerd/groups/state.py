@@ -317,3 +317,12 @@ class Group:
                 expired.append(tp)
         return expired
 
+
+
+class GroupTable(dict[str, Group]):
+    """One coordinator's groups by id, shared by its concerns (membership, offsets)."""
+
+    def is_current(self, group: Group) -> bool:
+        """Whether `group` is still the group of its id here (not deleted, unloaded or replaced meanwhile):
+        a write or deadline that completes later applies only then."""
+        return self.get(group.group_id) is group

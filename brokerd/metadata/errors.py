@@ -8,35 +8,45 @@ class MetadataError(BrokerError):
 
 
 class UnknownTopicError(MetadataError):
+    """No topic has this name (or the partition index is past its partitions)."""
+
     kafka_error = "UNKNOWN_TOPIC_OR_PARTITION"
 
 
 class TopicExistsError(MetadataError):
+    """CreateTopics of a name that is taken."""
+
     kafka_error = "TOPIC_ALREADY_EXISTS"
 
 
 class InvalidTopicError(MetadataError):
+    """A topic name Kafka does not allow (`kafkaspec.topic_names`)."""
+
     kafka_error = "INVALID_TOPIC_EXCEPTION"
 
 
 class InvalidPartitionsError(MetadataError):
+    """A partition count below 1, or CreatePartitions that would not grow the topic."""
+
     kafka_error = "INVALID_PARTITIONS"
 
 
 class InvalidReplicationFactorError(MetadataError):
+    """A replication factor below 1 or above the brokers that are alive."""
+
     kafka_error = "INVALID_REPLICATION_FACTOR"
 
 
 class InvalidReplicaAssignmentError(MetadataError):
+    """A replica assignment naming unknown brokers, repeating one, or of uneven sizes."""
+
     kafka_error = "INVALID_REPLICA_ASSIGNMENT"
 
 
 class InvalidConfigError(MetadataError):
+    """A topic config name or value `kafkaspec.topic_config` refuses."""
+
     kafka_error = "INVALID_CONFIG"
-
-
-class PolicyViolationError(MetadataError):
-    kafka_error = "POLICY_VIOLATION"
 
 
 class ControlPlaneError(MetadataError):

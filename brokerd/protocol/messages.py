@@ -24,11 +24,14 @@ from kio.serial.errors import SerialError
 
 from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.errors import MalformedRequestError
+from brokerd.varints import VarintError, read_uvarint
 
 _HEADER_FIXED = struct.Struct(">hhih")
 _HEADER_PEEK = struct.Struct(">hhi")
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
 _SIZE = struct.Struct(">i")
+_NO_TAGS = b"\0"
+"""An empty tagged-field section (flexible headers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,27 +70,17 @@ def parse_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, i
     return RequestHeader(api_key, api_version, correlation_id, client_id), offset
 
 
-def _read_uvarint(buf: bytes, offset: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if offset >= len(buf) or shift > 28:
-            raise MalformedRequestError("bad unsigned varint in tagged fields")
-        byte = buf[offset]
-        offset += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, offset
-        shift += 7
-
-
 def _skip_tagged_fields(buf: bytes, offset: int) -> int:
-    count, offset = _read_uvarint(buf, offset)
-    for _ in range(count):
-        _tag, offset = _read_uvarint(buf, offset)
-        size, offset = _read_uvarint(buf, offset)
-        offset += size
-        if offset > len(buf):
-            raise MalformedRequestError("tagged field runs past the end of the frame")
+    try:
+        count, offset = read_uvarint(buf, offset)
+        for _ in range(count):
+            _tag, offset = read_uvarint(buf, offset)
+            size, offset = read_uvarint(buf, offset)
+            offset += size
+            if offset > len(buf):
+                raise MalformedRequestError("tagged field runs past the end of the frame")
+    except VarintError as exc:
+        raise MalformedRequestError(f"bad unsigned varint in tagged fields: {exc}") from None
     return offset
 
 
@@ -112,16 +105,20 @@ class MessageCodec:
 
     def encode_response(self, correlation_id: int, response: object) -> bytes:
         """Size prefix + response header + body."""
-        buffer = io.BytesIO()
-        buffer.write(b"\0\0\0\0")
-        buffer.write(_SIZE.pack(correlation_id))
-        if self.flexible and self.api_key != ApiKey.API_VERSIONS:
-            buffer.write(b"\0")
-        entity_writer(self.response_type)(buffer, response)
-        data = buffer.getbuffer()
-        _SIZE.pack_into(data, 0, len(data) - 4)
-        del data
-        return buffer.getvalue()
+        tags = _NO_TAGS if self.flexible and self.api_key != ApiKey.API_VERSIONS else b""
+        return _framed(_SIZE.pack(correlation_id) + tags, self.response_type, response)
+
+
+def _framed(header: bytes, entity_type: type, entity: object) -> bytes:
+    """Size prefix + `header` + the kio encoding of `entity`: a frame ready for the transport."""
+    buffer = io.BytesIO()
+    buffer.write(b"\0\0\0\0")
+    buffer.write(header)
+    entity_writer(entity_type)(buffer, entity)
+    data = buffer.getbuffer()
+    _SIZE.pack_into(data, 0, len(data) - 4)
+    del data
+    return buffer.getvalue()
 
 
 @cache
@@ -146,17 +143,8 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
     codec = message_codec(api_key, version)
     assert codec is not None, f"kio has no {api_key} v{version}"
     name = client_id.encode()
-    buffer = io.BytesIO()
-    buffer.write(b"\0\0\0\0")
-    buffer.write(_HEADER_FIXED.pack(api_key, version, correlation_id, len(name)))
-    buffer.write(name)
-    if codec.flexible:
-        buffer.write(b"\0")
-    entity_writer(codec.request_type)(buffer, request)
-    data = buffer.getbuffer()
-    _SIZE.pack_into(data, 0, len(data) - 4)
-    del data
-    return buffer.getvalue()
+    header = _HEADER_FIXED.pack(api_key, version, correlation_id, len(name)) + name
+    return _framed(header + _NO_TAGS if codec.flexible else header, codec.request_type, request)
 
 
 def response_correlation_id(frame: bytes | memoryview) -> int:

@@ -39,6 +39,7 @@ import cramjam
 from crc32c import crc32c
 
 from brokerd.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
+from brokerd.varints import VarintError, read_varint
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size
@@ -223,24 +224,6 @@ class Record(NamedTuple):
     raw: memoryview
 
 
-def _read_varint(buf, position: int) -> tuple[int, int]:
-    """Zig-zag varint (up to 64 bits) at `position` -> (value, next position)."""
-    shift = 0
-    raw = 0
-    while True:
-        try:
-            byte = buf[position]
-        except IndexError:
-            raise CorruptRecordError("record ends inside a varint") from None
-        position += 1
-        raw |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (raw >> 1) ^ -(raw & 1), position
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordError("varint longer than 10 bytes")
-
-
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER_SIZE = 16
 _CHUNK_LENGTH = struct.Struct(">i")
@@ -309,28 +292,35 @@ def iter_records(batch: memoryview, header: BatchHeader) -> Iterator[Record]:
     """Decode the records of one batch; raises CorruptRecordError if they overrun their section or
     their number differs from the header's recordCount."""
     section = records_section(batch, header)
+    try:
+        yield from _decode_records(section, header.record_count)
+    except VarintError as exc:
+        raise CorruptRecordError(f"record ends inside or with a bad varint: {exc}") from None
+
+
+def _decode_records(section: memoryview, record_count: int) -> Iterator[Record]:
     end = len(section)
     position = 0
-    for _ in range(header.record_count):
+    for _ in range(record_count):
         start = position
-        length, position = _read_varint(section, position)
+        length, position = read_varint(section, position)
         record_end = position + length
         if length < 0 or record_end > end:
             raise CorruptRecordError("record overruns its batch")
         position += 1  # attributes, unused
-        timestamp_delta, position = _read_varint(section, position)
-        offset_delta, position = _read_varint(section, position)
-        key_length, position = _read_varint(section, position)
+        timestamp_delta, position = read_varint(section, position)
+        offset_delta, position = read_varint(section, position)
+        key_length, position = read_varint(section, position)
         key = None if key_length < 0 else bytes(section[position : position + key_length])
         position += max(key_length, 0)
-        value_length, position = _read_varint(section, position)
+        value_length, position = read_varint(section, position)
         value = None if value_length < 0 else bytes(section[position : position + value_length])
         if position + max(value_length, 0) > record_end:
             raise CorruptRecordError("record fields overrun the record length")
         position = record_end
         yield Record(offset_delta, timestamp_delta, key, value, section[start:record_end])
     if position != end:
-        raise CorruptRecordError(f"batch holds more bytes than its {header.record_count} records")
+        raise CorruptRecordError(f"batch holds more bytes than its {record_count} records")
 
 
 def record_timestamp(header: BatchHeader, record: Record) -> int:

@@ -23,6 +23,7 @@ from brokerd.clock import Clock, SystemClock
 from brokerd.errors import UnknownTopicOrPartitionError
 from brokerd.metadata.image import BrokerEndpoint, ClusterImage
 from brokerd.metadata.store import MetadataStore
+from brokerd.metrics.counters import BrokerTopicMetrics
 from brokerd.partition.errors import NotLeaderOrFollowerError
 from brokerd.partition.partition import AppendResult, Partition
 from brokerd.partition.waiters import AppendWaiters
@@ -64,6 +65,8 @@ class ReplicaManager:
         self._min_isr: dict[str, int] = {}
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._defaults = topic_config.broker_defaults(broker_properties or {})
+        self.topic_metrics = BrokerTopicMetrics()
+        """Per-topic byte/message/request counters; each Partition bumps its topic's."""
         self.waiters = AppendWaiters()
         self.purgatory = DelayedProduce()
         self.isr = IsrManager(metadata)
@@ -216,13 +219,14 @@ class ReplicaManager:
                 if partition is None:
                     log_ = self._log_manager.get_or_create_log(name, assignment.partition, dict(topic.configs))
                     partition = self._partitions[key] = Partition(name, assignment.partition, self.node_id, log_,
-                                                                  self)
+                                                                  self, self.topic_metrics.topic(name))
                 if assignment.leader_id == self.node_id:
                     self._become_leader(partition, assignment)
                 else:
                     self._become_follower(partition, assignment, image.broker(assignment.leader_id))
         for topic_name in [t for t in self._topic_ids if t not in image.topics]:
             del self._topic_ids[topic_name]
+            self.topic_metrics.retire(topic_name)
             self._topic_configs.pop(topic_name, None)
             self._min_isr.pop(topic_name, None)
         self._stop_idle_fetchers()

@@ -8,6 +8,7 @@ Unexpected handler failures are logged and answered the same way with UNKNOWN_SE
 """
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from kio.schema.errors import ErrorCode
@@ -40,7 +41,18 @@ class Dispatcher:
 
     async def dispatch(self, frame: bytes, client_host: str) -> list[Chunk] | None:
         """The size-prefixed response chunks for one request frame, or None if none is due.
-        Raises MalformedRequestError when the connection must be closed."""
+        Raises MalformedRequestError when the connection must be closed. Timed per API (`services.requests`)."""
+        started = time.perf_counter()
+        api_key, api_version, _ = peek_api(frame)
+        try:
+            return await self._dispatch(frame, client_host)
+        except MalformedRequestError:
+            self._services.requests.failed(api_key)
+            raise
+        finally:
+            self._services.requests.observe(api_key, api_version, time.perf_counter() - started)
+
+    async def _dispatch(self, frame: bytes, client_host: str) -> list[Chunk] | None:
         api_key, api_version, correlation_id = peek_api(frame)
         supported = SUPPORTED_APIS.get(api_key)
         handler = self._handlers.get(api_key)
@@ -57,6 +69,7 @@ class Dispatcher:
             response = await handler(request, context)
         except Exception:
             log.exception("handler for %s v%d failed", ApiKey(api_key).name, api_version)
+            self._services.requests.failed(api_key)
             return self._error_response(api_key, api_version, correlation_id, ErrorCode.unknown_server_error)
         if response is NO_RESPONSE:
             return None

@@ -118,5 +118,6 @@ async def handle(request: FetchRequest, context: RequestContext) -> RawResponse:
         first_pass = False
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or remaining <= 0 or not keys:
+            context.services.partitions.topic_metrics.record_fetch(results, request.replica_id >= 0)
             return _encode(results)
         await context.services.partitions.waiters.wait(keys, remaining)

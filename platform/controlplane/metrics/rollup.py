@@ -6,9 +6,9 @@ is named by its start (ms since the epoch, a multiple of the resolution) and cov
 
 Counters arrive cumulative (since the broker process started, `started`); a reader keeps the previous value.
 The growth between two samples happened between `since` and `ts` (see the `__strom_metrics` format): it is
-spread over the buckets the span [since, ts) overlaps, in proportion to the overlap, with integer parts that add up to the
-delta exactly (no byte is lost or invented by rounding). A counter that went down, or a new `started`, is a
-restart: the new value itself is the growth since `started`.
+spread over the buckets the span [since, ts) overlaps, in proportion to the overlap, with integer parts that
+add up to the delta exactly (no byte is lost or invented by rounding). A counter that went down, or a new
+`started`, is a restart: the new value itself is the growth since `started`.
 """
 
 from collections.abc import Mapping

@@ -69,7 +69,8 @@ class MetricsSettings:
     topic_partitions: int = 3
     """`strom.metrics.topic.num.partitions`, used when the broker creates `__strom_metrics`."""
     topic_replication_factor: int = 3
-    """`strom.metrics.topic.replication.factor` (capped at the brokers alive when it is created)."""
+    """`strom.metrics.topic.replication.factor` (standalone: 1); the topic is created once this many brokers are
+    alive, so samples are not published before."""
     topic_retention_ms: int = 3 * 86_400_000
     """`strom.metrics.topic.retention.ms`: how long samples stay; the control plane may be down this long
     without losing history."""
@@ -183,8 +184,8 @@ def group_settings(properties: Mapping[str, str], standalone: bool) -> GroupSett
     return settings
 
 
-def metrics_settings(properties: Mapping[str, str]) -> MetricsSettings:
-    """The `strom.metrics.*` keys of `properties`."""
+def metrics_settings(properties: Mapping[str, str], standalone: bool) -> MetricsSettings:
+    """The `strom.metrics.*` keys of `properties`; the topic's replication factor defaults to 1 standalone."""
     defaults = MetricsSettings()
     port = None if properties.get("strom.metrics.port", "").strip() in ("", "-1") else \
         _int(properties, "strom.metrics.port", 0)
@@ -199,7 +200,7 @@ def metrics_settings(properties: Mapping[str, str]) -> MetricsSettings:
         topic_enable=_bool(properties, "strom.metrics.topic.enable", defaults.topic_enable),
         topic_partitions=_int(properties, "strom.metrics.topic.num.partitions", defaults.topic_partitions, 1),
         topic_replication_factor=_int(properties, "strom.metrics.topic.replication.factor",
-                                      defaults.topic_replication_factor, 1),
+                                      1 if standalone else defaults.topic_replication_factor, 1),
         topic_retention_ms=_int(properties, "strom.metrics.topic.retention.ms", defaults.topic_retention_ms, 1),
     )
 
@@ -247,6 +248,6 @@ def build_config(properties: Mapping[str, str], environ: Mapping[str, str] | Non
         cluster_secret=secret if url is not None else None,
         rack=properties.get("broker.rack") or None,
         groups=group_settings(properties, standalone=url is None),
-        metrics=metrics_settings(properties),
+        metrics=metrics_settings(properties, standalone=url is None),
         properties=dict(properties),
     )

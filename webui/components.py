@@ -22,7 +22,7 @@ def range_control(id_of) -> html.Div:
         dcc.RadioItems(id=id_of("range"), value=DEFAULT_RANGE, inline=True,
                        options=[{"label": label, "value": key} for key, (label, _) in RANGES.items()]),
         dcc.DatePickerRange(id=id_of("custom"), display_format="YYYY-MM-DD", clearable=True,
-                            minimum_nights=0, style={"fontSize": ".85rem"}),
+                            minimum_nights=0, style={"maxWidth": "340px"}),
     ])
 
 

@@ -132,7 +132,8 @@ class DashboardDataSource(Protocol):
         """`metric` per second, one series per broker ("broker N")."""
 
     def topic_throughput(self, metric: ThroughputMetric, since: datetime, until: datetime, top: int) -> Rollup:
-        """`metric` per second of the `top` topics with the most of it in the range, one series each."""
+        """`metric` per second of the `top` topics with the most of it in the range, one series each (internal
+        `__` topics left out)."""
 
     def lag_groups(self) -> list[str]:
         """Groups with lag history (empty until the lag monitor publishes samples)."""

@@ -29,12 +29,15 @@ def local_times(times: list[datetime], tz: ZoneInfo) -> list[str]:
     return [t.astimezone(tz).strftime("%Y-%m-%dT%H:%M:%S") for t in times]
 
 
-def _layout(title: str, x_title: str, y_title: str, height: int = 320, **extra) -> dict:
+def _layout(title: str, x_title: str, y_title: str, height: int = 340, **extra) -> dict:
     return {"title": {"text": title, "x": 0.01, "font": {"size": 15}}, "height": height, "font": FONT,
-            "margin": {"l": 64, "r": 16, "t": 48, "b": 48}, "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
-            "xaxis": {"title": {"text": x_title}, "gridcolor": GRID, "zeroline": False},
-            "yaxis": {"title": {"text": y_title}, "gridcolor": GRID, "rangemode": "tozero", "zeroline": False},
-            "legend": {"orientation": "h", "y": -0.25}, "hovermode": "x unified", **extra}
+            "margin": {"l": 64, "r": 16, "t": 48, "b": 96}, "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
+            "xaxis": {"title": {"text": x_title, "standoff": 8}, "gridcolor": GRID, "zeroline": False,
+                      "automargin": True},
+            "yaxis": {"title": {"text": y_title}, "gridcolor": GRID, "rangemode": "tozero", "zeroline": False,
+                      "automargin": True},
+            "legend": {"orientation": "h", "x": 0, "y": -0.42, "yanchor": "top"}, "hovermode": "x unified",
+            **extra}
 
 
 def empty_figure(title: str, reason: str, height: int = 320) -> dict:
@@ -52,16 +55,15 @@ def time_series_figure(title: str, unit: str, series: list[Series], tz_name: str
     if not any(v is not None for s in series for v in s.values):
         return empty_figure(title, empty_reason, height)
     tz, label = zone(tz_name)
-    data = [{"type": "scatter", "mode": "lines", "name": s.name, "x": local_times(s.times, tz),
+    mode = "lines" if max(len(s.values) for s in series) > 20 else "lines+markers"
+    data = [{"type": "scatter", "mode": mode, "name": s.name, "x": local_times(s.times, tz),
              "y": [None if v is None else round(v, 3) for v in s.values], "line": {"width": 1.6},
              **({"stackgroup": "one"} if stacked else {})} for s in series]
     return {"data": data, "layout": _layout(title, f"time ({label})", unit, height)}
 
 
 def sparkline_figure(title: str, unit: str, series: list[Series], tz_name: str | None, empty_reason: str) -> dict:
-    figure = time_series_figure(title, unit, series, tz_name, empty_reason, height=220)
-    figure["layout"]["margin"] = {"l": 64, "r": 16, "t": 40, "b": 36}
-    return figure
+    return time_series_figure(title, unit, series, tz_name, empty_reason, height=300)
 
 
 def broker_load_figure(rows: list[BrokerLoad]) -> dict:
@@ -115,11 +117,12 @@ def heatmap_figure(heatmap: Heatmap, metric: str, empty_reason: str) -> dict:
     shown = f"{len(heatmap.topics)} of {heatmap.topics_total} topics"
     colors = "Reds" if metric == "out_of_sync" else "Blues"
     data = [{"type": "heatmap", "x": [f"broker {b}" for b in heatmap.brokers], "y": heatmap.topics, "z": z,
-             "colorscale": colors, "colorbar": {"title": {"text": HEATMAP_UNITS[metric]}},
+             "colorscale": colors, "reversescale": True, "colorbar": {"title": {"text": HEATMAP_UNITS[metric]}},
              "hovertemplate": "%{y} on %{x}: %{z}<extra></extra>"}]
     layout = _layout(f"{title} ({shown})", "broker", "topic", height=max(420, 22 * len(heatmap.topics) + 120))
     layout["yaxis"].update(autorange="reversed", rangemode=None, type="category")
     layout["hovermode"] = "closest"
+    layout["margin"]["b"] = 48
     return {"data": data, "layout": layout}
 
 

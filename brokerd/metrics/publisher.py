@@ -3,9 +3,10 @@ takes a sample and produces it to `__strom_metrics` (format: `records`), the way
 reporter does, so history survives without Prometheus.
 
 The topic is created on first use through the metadata store (`cleanup.policy=delete`, `retention.ms` =
-`strom.metrics.topic.retention.ms`, hourly segments so retention can delete them, RF = min(configured,
-brokers alive)). A round's records go to partition `broker_id mod partitions` as zstd batches produced with
-acks=all to that partition's leader (possibly this broker) over the Kafka protocol. A round that fails
+`strom.metrics.topic.retention.ms`, hourly segments so retention can delete them), like Kafka's internal
+topics only once `strom.metrics.topic.replication.factor` brokers are alive (3; standalone 1). A round's
+records go to partition `broker_id mod partitions` as zstd batches produced with acks=all to that partition's
+leader (possibly this broker) over the Kafka protocol. A round that fails
 (no leader yet, broker unreachable, timeout) is logged and retried by the next round: its topics stay
 "changed" and `since` does not advance, so the next round's cumulative counters cover the gap.
 Event loop only.
@@ -138,7 +139,11 @@ class MetricsPublisher:
         topic = image.topics.get(METRICS_TOPIC)
         if topic is not None:
             return topic
-        replication_factor = max(1, min(self._settings.topic_replication_factor, len(image.live_brokers)))
+        replication_factor = self._settings.topic_replication_factor
+        alive = len(image.live_brokers)
+        if alive < replication_factor:
+            raise PublishError(f"waiting for {replication_factor} alive brokers to create {METRICS_TOPIC} "
+                               f"(strom.metrics.topic.replication.factor; {alive} alive)")
         try:
             return await self._metadata.create_topic(NewTopic(
                 METRICS_TOPIC, self._settings.topic_partitions, replication_factor,

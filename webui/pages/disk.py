@@ -35,7 +35,7 @@ def _table(rows) -> html.Table | html.P:
             html.Td(str(r.broker_id)), html.Td(html.Code(r.path)), html.Td(human_bytes(r.used_bytes)),
             html.Td(human_bytes(r.capacity_bytes)), html.Td(human_bytes(r.free_bytes)),
             html.Td("–" if r.growth_bytes_per_day is None else human_bytes(r.growth_bytes_per_day)),
-            html.Td("not filling" if days is None else f"{days:,.1f}",
+            html.Td("–" if r.growth_bytes_per_day is None else "not filling" if days is None else f"{days:,.1f}",
                     className="error" if days is not None and days < 7 else ""),
         ]))
     return html.Table([html.Thead(html.Tr([html.Th(c) for c in COLUMNS])), html.Tbody(body)])

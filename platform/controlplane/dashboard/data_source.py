@@ -139,12 +139,18 @@ class MetadataStoreDataSource:
     def _history_starts(model) -> datetime | None:
         return model.objects.filter(resolution=3600).aggregate(first=Min("start"))["first"]
 
-    def _rates(self, rows: Iterable[tuple[object, datetime, int]], step_s: int) -> dict[object, dict[int, float]]:
-        """{key: {step start: sum / step_s}} from (key, bucket start, value) rows."""
+    @staticmethod
+    def _rates(rows: Iterable[tuple[object, datetime, int]], resolution_s: int, step_s: int
+               ) -> dict[object, dict[int, float]]:
+        """{key: {step start: sum / seconds}} from (key, bucket start, value) rows. A step is divided by its
+        width, except the newest, still filling, which is divided by the time its buckets cover so far."""
         sums: defaultdict[object, defaultdict[int, float]] = defaultdict(lambda: defaultdict(float))
+        data_end = 0
         for key, start, value in rows:
-            sums[key][_step_start(start, step_s)] += value or 0
-        return {key: {s: v / step_s for s, v in points.items()} for key, points in sums.items()}
+            bucket = int(start.timestamp())
+            sums[key][bucket - bucket % step_s] += value or 0
+            data_end = max(data_end, bucket + resolution_s)
+        return {key: {s: v / min(step_s, data_end - s) for s, v in points.items()} for key, points in sums.items()}
 
     def cluster_throughput(self, since: datetime, until: datetime) -> Rollup:
         resolution, step = resolution_for(until - since)
@@ -153,7 +159,7 @@ class MetadataStoreDataSource:
                 .values_list("start", "bytes_in", "bytes_out"))
         rows = list(rows)
         rates = self._rates([(name, start, v) for start, b_in, b_out in rows
-                             for name, v in (("bytes in", b_in), ("bytes out", b_out))], step)
+                             for name, v in (("bytes in", b_in), ("bytes out", b_out))], resolution, step)
         return Rollup(step, [_series(n, rates.get(n, {}), since, until, step) for n in ("bytes in", "bytes out")],
                       self._history_starts(BrokerMetricPoint))
 
@@ -161,16 +167,19 @@ class MetadataStoreDataSource:
         resolution, step = resolution_for(until - since)
         rows = BrokerMetricPoint.objects.filter(resolution=resolution, start__gte=since, start__lt=until
                                                 ).values_list("broker_id", "start", metric)
-        rates = self._rates(rows, step)
+        rates = self._rates(rows, resolution, step)
         return Rollup(step, [_series(f"broker {b}", rates[b], since, until, step) for b in sorted(rates)],
                       self._history_starts(BrokerMetricPoint))
 
     def topic_throughput(self, metric: str, since: datetime, until: datetime, top: int) -> Rollup:
+        """Internal topics (`__…`) are left out: operators look for their own topics here."""
         resolution, step = resolution_for(until - since)
-        in_range = TopicMetricPoint.objects.filter(resolution=resolution, start__gte=since, start__lt=until)
+        in_range = TopicMetricPoint.objects.filter(resolution=resolution, start__gte=since, start__lt=until
+                                                   ).exclude(topic__startswith="__")
         leaders = [t for t, total in in_range.values("topic").annotate(total=Sum(metric))
                    .order_by("-total", "topic").values_list("topic", "total")[:top] if total]
-        rates = self._rates(in_range.filter(topic__in=leaders).values_list("topic", "start", metric), step)
+        rates = self._rates(in_range.filter(topic__in=leaders).values_list("topic", "start", metric), resolution,
+                            step)
         return Rollup(step, [_series(t, rates.get(t, {}), since, until, step) for t in leaders],
                       self._history_starts(TopicMetricPoint))
 

@@ -55,6 +55,9 @@ class GroupSettings:
 class MetricsSettings:
     """The broker's metrics keys (`strom.metrics.*`; durations in ms)."""
 
+    enable: bool = True
+    """`strom.metrics.enable`: false counts nothing and serves and publishes nothing (to measure what metrics
+    cost; the console's history and Prometheus then have no data from this broker)."""
     port: int | None = None
     """`strom.metrics.port`: serve Prometheus `/metrics` on this TCP port (0: any free port); None: no endpoint."""
     host: str = ""
@@ -192,6 +195,7 @@ def metrics_settings(properties: Mapping[str, str], standalone: bool) -> Metrics
     if port is not None and port > 65535:
         raise ConfigError(f"strom.metrics.port: {port} is not a TCP port")
     return MetricsSettings(
+        enable=_bool(properties, "strom.metrics.enable", defaults.enable),
         port=port,
         host=properties.get("strom.metrics.host", defaults.host).strip(),
         sample_interval_ms=_int(properties, "strom.metrics.sample.interval.ms", defaults.sample_interval_ms, 100),

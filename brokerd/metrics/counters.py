@@ -60,13 +60,17 @@ class TopicCounters:
 
 
 class BrokerTopicMetrics:
-    """`TopicCounters` per topic, created on first use and retired (folded into the totals) on deletion."""
+    """`TopicCounters` per topic, created on first use and retired (folded into the totals) on deletion.
+    Disabled (`strom.metrics.enable=false`), `topic` hands out None and nothing is counted."""
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
         self._topics: dict[str, TopicCounters] = {}
         self._retired = TopicCounters()
 
-    def topic(self, name: str) -> TopicCounters:
+    def topic(self, name: str) -> TopicCounters | None:
+        if not self.enabled:
+            return None
         counters = self._topics.get(name)
         if counters is None:
             counters = self._topics[name] = TopicCounters()
@@ -91,6 +95,8 @@ class BrokerTopicMetrics:
     def record_fetch(self, results: Iterable[tuple[str, Iterable]], from_follower: bool) -> None:
         """Count one Fetch response: `results` are (topic, reads) with each read's `error` (a Kafka error
         code, 0 = none) and `region` (None, or an object with `length` in bytes)."""
+        if not self.enabled:
+            return
         for topic, reads in results:
             counters = None
             for read in reads:

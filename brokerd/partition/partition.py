@@ -104,8 +104,9 @@ class Partition:
         self.pending_isr: tuple[int, ...] | None = None
         """An ISR this leader proposed and the control plane has not answered yet."""
         self.followers: dict[int, FollowerState] = {}
-        self.counters = counters if counters is not None else TopicCounters()
-        """The topic's counters on this broker (shared by its partitions): bumped once per batch."""
+        self.counters = counters
+        """The topic's counters on this broker (shared by its partitions): bumped once per batch; None when
+        metrics are disabled."""
         self._high_watermark = min(max(log.high_watermark, log.log_start_offset), log.log_end_offset)
         self._producers = ProducerStateTable()
         self.rebuild_producer_state()
@@ -212,6 +213,8 @@ class Partition:
         Counted in `counters` (per batch: bytes, records, and whether it was rejected)."""
         self._require_leader()
         counters = self.counters
+        if counters is None:
+            return self._append_as_leader(records, required_acks, min_insync_replicas)
         counters.produce_requests += 1
         try:
             result = self._append_as_leader(records, required_acks, min_insync_replicas)
@@ -318,7 +321,8 @@ class Partition:
             raise NotLeaderOrFollowerError(f"{self.topic}-{self.index} is led here; not appending as follower")
         if len(records):
             self.log.append_as_follower(records)
-            self.counters.replication_bytes_in += len(records)
+            if self.counters is not None:
+                self.counters.replication_bytes_in += len(records)
             for _, header in iter_batches(records):
                 self._producers.record_replicated(header)
             self._listener.on_append(self)

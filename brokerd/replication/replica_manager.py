@@ -52,7 +52,7 @@ class PendingAck:
 class ReplicaManager:
     def __init__(self, log_manager: LogManager, metadata: MetadataStore, node_id: int,
                  config: ReplicationConfig | None = None, clock: Clock | None = None,
-                 broker_properties: Mapping[str, str] | None = None) -> None:
+                 broker_properties: Mapping[str, str] | None = None, metrics_enabled: bool = True) -> None:
         self._log_manager = log_manager
         self._metadata = metadata
         self.node_id = node_id
@@ -65,7 +65,7 @@ class ReplicaManager:
         self._min_isr: dict[str, int] = {}
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._defaults = topic_config.broker_defaults(broker_properties or {})
-        self.topic_metrics = BrokerTopicMetrics()
+        self.topic_metrics = BrokerTopicMetrics(enabled=metrics_enabled)
         """Per-topic byte/message/request counters; each Partition bumps its topic's."""
         self.waiters = AppendWaiters()
         self.purgatory = DelayedProduce()

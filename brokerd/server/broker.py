@@ -57,7 +57,7 @@ class Broker:
         self.metadata: MetadataStore | None = None
         self.replicas: ReplicaManager | None = None
         self.groups: GroupManager | None = None
-        self.requests = RequestMetrics()
+        self.requests = RequestMetrics() if config.metrics.enable else None
         self.metrics_server: MetricsHttpServer | None = None
         self.publisher: MetricsPublisher | None = None
 
@@ -84,7 +84,7 @@ class Broker:
         self._log_manager.start()
         self.replicas = ReplicaManager(self._log_manager, metadata, self.config.node_id,
                                        replication_config(self.config.properties), SystemClock(),
-                                       self.config.properties)
+                                       self.config.properties, metrics_enabled=self.config.metrics.enable)
         self.replicas.start()
         self.groups = GroupManager(metadata, self.replicas, self.config.groups, SystemClock())
         self.groups.start()
@@ -97,6 +97,8 @@ class Broker:
     async def _start_metrics(self) -> None:
         settings = self.config.metrics
         assert self.replicas is not None and self.metadata is not None
+        if self.requests is None:
+            return
         sampler = Sampler(self.config.node_id, self.replicas, self._log_manager, self.metadata, self.requests,
                           lambda: self._listener.connection_count)
         if settings.port is not None:

@@ -21,8 +21,8 @@ class BrokerServices:
     """This broker as clients should reach it (first advertised listener)."""
     groups: GroupManager
     """The group coordinators of the `__consumer_offsets` partitions this broker leads."""
-    requests: RequestMetrics = field(default_factory=RequestMetrics)
-    """Requests per API: counts, failures, latency histograms (bumped by the dispatcher)."""
+    requests: RequestMetrics | None = field(default_factory=RequestMetrics)
+    """Requests per API: counts, failures, latency histograms (bumped by the dispatcher); None: not counted."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,15 +42,18 @@ class Dispatcher:
     async def dispatch(self, frame: bytes, client_host: str) -> list[Chunk] | None:
         """The size-prefixed response chunks for one request frame, or None if none is due.
         Raises MalformedRequestError when the connection must be closed. Timed per API (`services.requests`)."""
+        requests = self._services.requests
+        if requests is None:
+            return await self._dispatch(frame, client_host)
         started = time.perf_counter()
         api_key, api_version, _ = peek_api(frame)
         try:
             return await self._dispatch(frame, client_host)
         except MalformedRequestError:
-            self._services.requests.failed(api_key)
+            requests.failed(api_key)
             raise
         finally:
-            self._services.requests.observe(api_key, api_version, time.perf_counter() - started)
+            requests.observe(api_key, api_version, time.perf_counter() - started)
 
     async def _dispatch(self, frame: bytes, client_host: str) -> list[Chunk] | None:
         api_key, api_version, correlation_id = peek_api(frame)
@@ -69,7 +72,8 @@ class Dispatcher:
             response = await handler(request, context)
         except Exception:
             log.exception("handler for %s v%d failed", ApiKey(api_key).name, api_version)
-            self._services.requests.failed(api_key)
+            if self._services.requests is not None:
+                self._services.requests.failed(api_key)
             return self._error_response(api_key, api_version, correlation_id, ErrorCode.unknown_server_error)
         if response is NO_RESPONSE:
             return None

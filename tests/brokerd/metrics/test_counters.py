@@ -90,3 +90,10 @@ def test_histogram_quantile_lies_in_the_bucket_of_the_true_quantile(quantile):
 
 def test_histogram_quantile_of_nothing_is_none():
     assert histogram_quantile(0.99, [0] * (len(LATENCY_BUCKETS_S) + 1)) is None
+
+
+def test_disabled_metrics_hand_out_no_counters_and_count_no_fetches():
+    metrics = BrokerTopicMetrics(enabled=False)
+    assert metrics.topic("t") is None
+    metrics.record_fetch([("t", [Read(0, Region(10))])], from_follower=False)
+    assert metrics.topics() == {} and metrics.totals().bytes_out == 0

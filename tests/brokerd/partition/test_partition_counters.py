@@ -26,6 +26,7 @@ def test_leader_appends_count_batch_bytes_and_records_once_per_batch(make_partit
 
 def test_rejected_batches_count_as_failed_and_rejected_bytes(make_partition):
     partition = make_partition(1)
+    partition.counters = TopicCounters()
     partition.make_leader(assignment(1, 0), now_ms=0)
     good = build_batch(2)
     truncated = build_batch(3)[:-4]
@@ -40,6 +41,7 @@ def test_rejected_batches_count_as_failed_and_rejected_bytes(make_partition):
 
 def test_appends_refused_for_not_leading_are_not_counted(make_partition):
     partition = make_partition(2)
+    partition.counters = TopicCounters()
     partition.make_follower(assignment(1, 0))
     with pytest.raises(NotLeaderOrFollowerError):
         partition.append(build_batch())
@@ -52,8 +54,16 @@ def test_follower_appends_count_replication_bytes_in(make_partition):
     for count in (3, 4):
         leader.append(build_batch(count))
     follower = make_partition(2)
+    follower.counters = TopicCounters()
     follower.make_follower(assignment(1, 0))
     fetched = memoryview(read_bytes(leader.read(0, 1 << 20, up_to_log_end=True)))
     follower.append_as_follower(fetched, leader_high_watermark=0, leader_log_start_offset=0)
     assert follower.counters.replication_bytes_in == len(fetched)
     assert (follower.counters.bytes_in, follower.counters.messages_in) == (0, 0)
+
+
+def test_without_counters_nothing_is_counted_and_appends_work(make_partition):
+    partition = make_partition(1)  # strom.metrics.enable=false: the replica manager hands out no counters
+    partition.make_leader(assignment(1, 0), now_ms=0)
+    assert partition.counters is None
+    assert partition.append(build_batch(3)).last_offset == 2

@@ -2,12 +2,13 @@
 
 The same standalone broker runs the `make bench` workload (confluent-kafka, N x 1 KiB records into 8
 partitions, then consumed) with metrics on and with `strom.metrics.enable=false` (nothing counted, served or
-published), alternating, BENCH_METRICS_ROUNDS times each; "with" is pessimistic: samples are published to
-`__strom_metrics` every second (default 10 s) and a scraper reads `/metrics` every second (Prometheus'
-default is 15 s). Printed: median broker CPU-seconds per 1M records of each variant, the metrics' share of
-the broker's CPU, and throughput. Target (issue 15): under 2 % on produce.
+published), alternating, BENCH_METRICS_ROUNDS times each. "On" uses the defaults (a sample published to
+`__strom_metrics` every 10 s) and a scraper reading `/metrics` every 15 s as Prometheus does. Printed: median
+broker CPU-seconds per 1M records of each variant and the metrics' share; the hot-path hooks timed in-process
+(per request and per batch); and the fixed cost of an idle broker's sampling and scrapes (CPU ms per minute,
+independent of traffic). Target (issue 15): under 2 % of broker CPU on produce.
 
-Environment: BENCH_RECORDS (default 300000), BENCH_METRICS_ROUNDS (default 3).
+Environment: BENCH_RECORDS (default 1000000), BENCH_METRICS_ROUNDS (default 3), BENCH_METRICS_IDLE_S (60).
 """
 
 import os
@@ -27,8 +28,11 @@ from brokerd.protocol.api_keys import ApiKey
 PARTITIONS = 8
 
 
+SCRAPE_INTERVAL_S = 15.0
+
+
 class Scraper(threading.Thread):
-    """GET /metrics every second until stopped, as Prometheus would (more often than it would)."""
+    """GET /metrics every `SCRAPE_INTERVAL_S` (and once at the start) until stopped, as Prometheus does."""
 
     def __init__(self, port: int) -> None:
         super().__init__(daemon=True)
@@ -37,10 +41,12 @@ class Scraper(threading.Thread):
         self.scrapes = 0
 
     def run(self) -> None:
-        while not self.stopped.wait(1.0):
+        while True:
             with urllib.request.urlopen(self.url, timeout=10) as response:
                 response.read()
             self.scrapes += 1
+            if self.stopped.wait(SCRAPE_INTERVAL_S):
+                return
 
 
 def run_variant(with_metrics: bool, records: int) -> list[PhaseResult]:
@@ -48,7 +54,7 @@ def run_variant(with_metrics: bool, records: int) -> list[PhaseResult]:
         with strom({"strom.metrics.enable": "false"}) as peer:
             return kafka_phases(peer, PARTITIONS, records)
     port = free_port()
-    with strom({"strom.metrics.port": str(port), "strom.metrics.sample.interval.ms": "1000"}) as peer:
+    with strom({"strom.metrics.port": str(port)}) as peer:
         scraper = Scraper(port)
         scraper.start()
         try:
@@ -87,8 +93,24 @@ def counting_ns() -> dict[str, float]:
             "fetch response counted": timeit.timeit(lambda: topics.record_fetch(fetch, False), number=n) / n * 1e9}
 
 
+def idle_cpu_ms_per_minute(with_metrics: bool, seconds: float) -> float:
+    """Broker CPU of an idle broker over `seconds` (sampling, publishing and scrapes only), per minute."""
+    port = free_port()
+    overrides = {"strom.metrics.port": str(port)} if with_metrics else {"strom.metrics.enable": "false"}
+    with strom(overrides) as peer:
+        scraper = Scraper(port) if with_metrics else None
+        before = peer.cpu_seconds()
+        if scraper:
+            scraper.start()
+        threading.Event().wait(seconds)
+        if scraper:
+            scraper.stopped.set()
+            scraper.join()
+        return (peer.cpu_seconds() - before) * 1000 * 60 / seconds
+
+
 def main() -> int:
-    records = int(os.environ.get("BENCH_RECORDS", "300000"))
+    records = int(os.environ.get("BENCH_RECORDS", "1000000"))
     rounds = int(os.environ.get("BENCH_METRICS_ROUNDS", "3"))
     results: dict[tuple[bool, str], list[PhaseResult]] = {}
     print(f"metrics cost: {records:,} x 1 KiB records, {PARTITIONS} partitions, {rounds} rounds", flush=True)
@@ -109,6 +131,10 @@ def main() -> int:
                   f"{statistics.median(r.mb_per_s for r in runs):>14.1f}")
         share = (medians[True] - medians[False]) / medians[True] * 100
         print(f"{phase:<8} metrics' share of broker CPU: {share:+.1f} % (target < 2 % on produce)")
+    idle_s = float(os.environ.get("BENCH_METRICS_IDLE_S", "60"))
+    idle = {on: idle_cpu_ms_per_minute(on, idle_s) for on in (True, False)}
+    print(f"\nidle broker over {idle_s:.0f} s: {idle[True]:.0f} CPU-ms/min with metrics (10 s samples, 15 s "
+          f"scrapes), {idle[False]:.0f} without: {idle[True] - idle[False]:+.0f} CPU-ms/min fixed cost")
     hooks = counting_ns()
     print("\nhot-path hooks, in-process: " + ", ".join(f"{name} {ns:.0f} ns" for name, ns in hooks.items()))
     batches = records * RECORD_BYTES / (1 << 20)  # the workload's producer sends ~1 MiB batches

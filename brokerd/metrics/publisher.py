@@ -13,7 +13,6 @@ Event loop only.
 """
 
 import asyncio
-import contextlib
 import datetime
 import logging
 import time
@@ -25,8 +24,8 @@ from kio.static.primitive import i16, i32
 
 from brokerd.client import BrokerClient
 from brokerd.config import MetricsSettings
-from brokerd.metadata.errors import MetadataError
 from brokerd.metadata.image import NewTopic, TopicMetadata
+from brokerd.metadata.internal_topics import InternalTopicUnavailable, ensure_internal_topic
 from brokerd.metadata.store import MetadataStore
 from brokerd.metrics.records import TopicState, broker_record, topic_records, topic_states
 from brokerd.metrics.sample import Sampler
@@ -135,27 +134,12 @@ class MetricsPublisher:
                 raise PublishError(f"produce to {METRICS_TOPIC}-{index}: {error.name}")
 
     async def _ensure_topic(self) -> TopicMetadata:
-        image = self._metadata.image
-        topic = image.topics.get(METRICS_TOPIC)
-        if topic is not None:
-            return topic
-        replication_factor = self._settings.topic_replication_factor
-        alive = len(image.live_brokers)
-        if alive < replication_factor:
-            raise PublishError(f"waiting for {replication_factor} alive brokers to create {METRICS_TOPIC} "
-                               f"(strom.metrics.topic.replication.factor; {alive} alive)")
         try:
-            return await self._metadata.create_topic(NewTopic(
-                METRICS_TOPIC, self._settings.topic_partitions, replication_factor,
+            return await ensure_internal_topic(self._metadata, NewTopic(
+                METRICS_TOPIC, self._settings.topic_partitions, self._settings.topic_replication_factor,
                 metrics_topic_configs(self._settings)))
-        except MetadataError as exc:
-            if exc.kafka_error == "TOPIC_ALREADY_EXISTS":  # another broker created it first
-                with contextlib.suppress(MetadataError):
-                    await self._metadata.refresh()
-                topic = self._metadata.image.topics.get(METRICS_TOPIC)
-                if topic is not None:
-                    return topic
-            raise PublishError(f"cannot create {METRICS_TOPIC}: {exc}") from exc
+        except InternalTopicUnavailable as exc:
+            raise PublishError(str(exc)) from exc
 
 
 def _batches(records: list[tuple[bytes, bytes]], ts_ms: int) -> list[bytes]:

@@ -108,22 +108,12 @@ class Reassignment:
     removing: list[int] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class HealthPoint:
-    taken_at: datetime
-    brokers_running: int
-    offline_partitions: int
-    under_replicated_partitions: int
-
-
 class DashboardDataSource(Protocol):
     """Provided by the control plane; every call returns the current state. Ranges are [since, until)."""
 
     def cluster_summary(self) -> ClusterSummary: ...
 
     def broker_load(self) -> list[BrokerLoad]: ...
-
-    def health_history(self, limit: int) -> list[HealthPoint]: ...
 
     def cluster_throughput(self, since: datetime, until: datetime) -> Rollup:
         """Cluster-wide bytes in and bytes out per second (series "bytes in", "bytes out")."""

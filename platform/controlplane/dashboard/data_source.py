@@ -16,7 +16,6 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import Min, Sum
 
 from controlplane.cluster.models import Broker, BrokerState, ControllerState
-from controlplane.health.models import ClusterHealthSnapshot
 from controlplane.metrics.models import (
     BrokerMetricPoint,
     LagMetricPoint,
@@ -28,7 +27,6 @@ from controlplane.topics.models import NO_LEADER, Partition, Topic
 from webui.data import (
     BrokerLoad,
     ClusterSummary,
-    HealthPoint,
     Heatmap,
     LagHistory,
     LogDirUsage,
@@ -104,13 +102,6 @@ class MetadataStoreDataSource:
                 leaders[leader] += 1
         return [BrokerLoad(broker_id=b, state=state, leaders=leaders[b], replicas=replicas[b])
                 for b, state in Broker.objects.order_by("broker_id").values_list("broker_id", "state")]
-
-    def health_history(self, limit: int) -> list[HealthPoint]:
-        latest = ClusterHealthSnapshot.objects.order_by("-taken_at")[:limit]
-        return [HealthPoint(taken_at=s.taken_at, brokers_running=s.brokers_running,
-                            offline_partitions=s.offline_partitions,
-                            under_replicated_partitions=s.under_replicated_partitions)
-                for s in reversed(latest)]
 
     def partition_heatmap(self, metric: str, top: int) -> Heatmap:
         cells: defaultdict[str, defaultdict[int, float]] = defaultdict(lambda: defaultdict(float))

@@ -71,7 +71,7 @@ def create_app(data_source: DashboardDataSource, *, requests_pathname_prefix: st
     app = Dash(__name__, use_pages=True, pages_folder=str(Path(__file__).with_name("pages")),
                requests_pathname_prefix=requests_pathname_prefix, routes_pathname_prefix="/", use_async=False,
                title="Strom dashboard", update_title=None, external_stylesheets=list(shell.stylesheets),
-               suppress_callback_exceptions=True)
+               suppress_callback_exceptions=True, eager_loading=True)
     app.layout = partial(_layout, shell, refresh_ms)
     app.clientside_callback(
         "function(_) { return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'; }",

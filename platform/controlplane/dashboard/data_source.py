@@ -53,6 +53,11 @@ def _step_start(moment: datetime, step_s: int) -> int:
     return ts - ts % step_s
 
 
+def _bucket(moment: datetime, resolution_s: int) -> datetime:
+    """The start of the bucket of `resolution_s` holding `moment`."""
+    return datetime.fromtimestamp(_step_start(moment, resolution_s), UTC)
+
+
 def _series(name: str, points: dict[int, float], since: datetime, until: datetime, step_s: int) -> Series:
     """A series over every step of [since, until) that has data before or after it: steps without data
     inside the span of data are None (a gap in the line, not a zero)."""
@@ -163,14 +168,18 @@ class MetadataStoreDataSource:
                       self._history_starts(BrokerMetricPoint))
 
     def topic_throughput(self, metric: str, since: datetime, until: datetime, top: int) -> Rollup:
-        """Internal topics (`__…`) are left out: operators look for their own topics here."""
+        """Internal topics (`__…`) are left out: operators look for their own topics here. The top topics are
+        those with the most in the hours (or, up to 6 h, the minutes) covering the range."""
         resolution, step = resolution_for(until - since)
-        in_range = TopicMetricPoint.objects.filter(resolution=resolution, start__gte=since, start__lt=until
-                                                   ).exclude(topic__startswith="__")
-        leaders = [t for t, total in in_range.values("topic").annotate(total=Sum(metric))
+        # Rank on coarse points (every topic's rows in the range are summed), then read the winners finely.
+        ranking = 3600 if until - since > timedelta(hours=6) else 60
+        ranked = TopicMetricPoint.objects.filter(resolution=ranking, start__gte=_bucket(since, ranking),
+                                                 start__lt=until).exclude(topic__startswith="__")
+        leaders = [t for t, total in ranked.values("topic").annotate(total=Sum(metric))
                    .order_by("-total", "topic").values_list("topic", "total")[:top] if total]
-        rates = self._rates(in_range.filter(topic__in=leaders).values_list("topic", "start", metric), resolution,
-                            step)
+        rows = TopicMetricPoint.objects.filter(resolution=resolution, topic__in=leaders, start__gte=since,
+                                               start__lt=until).values_list("topic", "start", metric)
+        rates = self._rates(rows, resolution, step)
         return Rollup(step, [_series(t, rates.get(t, {}), since, until, step) for t in leaders],
                       self._history_starts(TopicMetricPoint))
 

@@ -133,3 +133,14 @@ def test_prune_keeps_each_resolution_for_its_retention():
     now = datetime.fromtimestamp((T0 + 2 * 86_400_000) / 1000, UTC)
     prune_points(now)
     assert set(BrokerMetricPoint.objects.values_list("resolution", flat=True)) == {60, 3600}
+
+
+def test_the_prune_task_is_in_the_beat_schedule():
+    from django_celery_beat.models import PeriodicTask
+
+    from controlplane.metrics.schedule import TASK, TASK_NAME
+    from controlplane.metrics.tasks import prune_metric_rollups
+
+    task = PeriodicTask.objects.get(name=TASK_NAME)
+    assert (task.task, task.enabled, task.interval.every, task.interval.period) == (TASK, True, 600, "seconds")
+    assert prune_metric_rollups.name == TASK

@@ -6,14 +6,16 @@ the same refresh; time series are read at the coarsest resolution that still giv
 points per series and summed into steps in Python, so a response stays small whatever the range.
 """
 
+import functools
+import json
 import math
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import Min, Sum
+from django.db.models import BigIntegerField, Case, ExpressionWrapper, Func, Max, Min, Sum, TextField, Value, When
+from django.db.models.functions import Cast
 
 from controlplane.cluster.models import Broker, BrokerState, ControllerState
 from controlplane.metrics.models import (
@@ -53,6 +55,30 @@ def _step_start(moment: datetime, step_s: int) -> int:
     return ts - ts % step_s
 
 
+@functools.lru_cache(maxsize=65_536)
+def _broker_ids(text: str) -> tuple[int, ...]:
+    """A replica or ISR list stored as JSON text, e.g. "[1, 2, 3]"."""
+    return tuple(json.loads(text))
+
+
+class EpochSeconds(Func):
+    """A datetime column as integer seconds since the epoch (UTC), in SQLite and PostgreSQL."""
+
+    output_field = BigIntegerField()
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="unixepoch(%(expressions)s)", **extra)  # SQLite >= 3.38
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="CAST(EXTRACT(EPOCH FROM %(expressions)s) AS BIGINT)",
+                           **extra)
+
+
+def _step_expression(step_s: int):
+    """The start (epoch s) of the `step_s`-wide step holding a point's `start`: integer division in SQL."""
+    return ExpressionWrapper(EpochSeconds("start") / Value(step_s) * Value(step_s), output_field=BigIntegerField())
+
+
 def _bucket(moment: datetime, resolution_s: int) -> datetime:
     """The start of the bucket of `resolution_s` holding `moment`."""
     return datetime.fromtimestamp(_step_start(moment, resolution_s), UTC)
@@ -72,16 +98,20 @@ class MetadataStoreDataSource:
     """Reads through the ORM on every call (the dashboard refreshes on its own interval). Thread-safe."""
 
     def __init__(self) -> None:
-        self._scan: tuple[float, list[tuple[str, list[int], list[int], int]]] | None = None
+        self._scan: tuple[float, list[tuple[str, tuple[int, ...], tuple[int, ...], int]]] | None = None
         self._scan_lock = threading.Lock()
 
     # --- metadata ------------------------------------------------------------------------------------------
 
-    def _partitions(self) -> list[tuple[str, list[int], list[int], int]]:
+    def _partitions(self) -> list[tuple[str, tuple[int, ...], tuple[int, ...], int]]:
         """(topic, replicas, isr, leader) of every partition, at most SCAN_TTL_S old."""
         with self._scan_lock:
             if self._scan is None or time.monotonic() - self._scan[0] > SCAN_TTL_S:
-                rows = list(Partition.objects.values_list("topic__name", "replicas", "isr", "leader"))
+                # The JSON columns as text, decoded once per distinct list: a cluster has few distinct replica
+                # lists, and decoding 40,000 of them (as JSONField does) dominated the refresh.
+                rows = [(topic, _broker_ids(replicas), _broker_ids(isr), leader) for topic, replicas, isr, leader in
+                        Partition.objects.values_list("topic__name", Cast("replicas", TextField()),
+                                                      Cast("isr", TextField()), "leader")]
                 self._scan = (time.monotonic(), rows)
             return self._scan[1]
 
@@ -136,34 +166,43 @@ class MetadataStoreDataSource:
         return model.objects.filter(resolution=3600).aggregate(first=Min("start"))["first"]
 
     @staticmethod
-    def _rates(rows: Iterable[tuple[object, datetime, int]], resolution_s: int, step_s: int
+    def _steps(queryset, keys: tuple[str, ...], value: str, step_s: int, aggregate=Sum
+               ) -> tuple[dict[object, dict[int, float]], int]:
+        """({key: {step start (epoch s): aggregate(value)}}, start of the newest bucket seen (epoch s, 0: none)),
+        grouped in the database (a few hundred rows come back, never one per bucket). `key` is the value of
+        `keys` (a tuple when several, None when none)."""
+        rows = (queryset.annotate(step=_step_expression(step_s)).values(*keys, "step")
+                .annotate(total=aggregate(value), last=Max(EpochSeconds("start"))).order_by()
+                .values_list(*keys, "step", "total", "last"))
+        steps: defaultdict[object, dict[int, float]] = defaultdict(dict)
+        newest = 0
+        for row in rows:
+            key = None if not keys else row[0] if len(keys) == 1 else row[:len(keys)]
+            step, total, last = row[len(keys):]
+            steps[key][step] = total or 0
+            newest = max(newest, last)
+        return steps, newest
+
+    def _rates(self, queryset, keys: tuple[str, ...], value: str, resolution_s: int, step_s: int
                ) -> dict[object, dict[int, float]]:
-        """{key: {step start: sum / seconds}} from (key, bucket start, value) rows. A step is divided by its
-        width, except the newest, still filling, which is divided by the time its buckets cover so far."""
-        sums: defaultdict[object, defaultdict[int, float]] = defaultdict(lambda: defaultdict(float))
-        data_end = 0
-        for key, start, value in rows:
-            bucket = int(start.timestamp())
-            sums[key][bucket - bucket % step_s] += value or 0
-            data_end = max(data_end, bucket + resolution_s)
-        return {key: {s: v / min(step_s, data_end - s) for s, v in points.items()} for key, points in sums.items()}
+        """Per key and step, `value` per second: each step's sum over its width, except the newest, still
+        filling, which is divided by the time its buckets cover so far."""
+        sums, newest = self._steps(queryset, keys, value, step_s)
+        data_end = newest + resolution_s
+        return {key: {s: v / max(min(step_s, data_end - s), 1) for s, v in points.items()}
+                for key, points in sums.items()}
 
     def cluster_throughput(self, since: datetime, until: datetime) -> Rollup:
         resolution, step = resolution_for(until - since)
-        rows = (BrokerMetricPoint.objects.filter(resolution=resolution, start__gte=since, start__lt=until)
-                .values("start").annotate(bytes_in=Sum("bytes_in"), bytes_out=Sum("bytes_out"))
-                .values_list("start", "bytes_in", "bytes_out"))
-        rows = list(rows)
-        rates = self._rates([(name, start, v) for start, b_in, b_out in rows
-                             for name, v in (("bytes in", b_in), ("bytes out", b_out))], resolution, step)
-        return Rollup(step, [_series(n, rates.get(n, {}), since, until, step) for n in ("bytes in", "bytes out")],
-                      self._history_starts(BrokerMetricPoint))
+        points = BrokerMetricPoint.objects.filter(resolution=resolution, start__gte=since, start__lt=until)
+        series = [_series(name, self._rates(points, (), field, resolution, step).get(None, {}), since, until, step)
+                  for name, field in (("bytes in", "bytes_in"), ("bytes out", "bytes_out"))]
+        return Rollup(step, series, self._history_starts(BrokerMetricPoint))
 
     def broker_throughput(self, metric: str, since: datetime, until: datetime) -> Rollup:
         resolution, step = resolution_for(until - since)
-        rows = BrokerMetricPoint.objects.filter(resolution=resolution, start__gte=since, start__lt=until
-                                                ).values_list("broker_id", "start", metric)
-        rates = self._rates(rows, resolution, step)
+        points = BrokerMetricPoint.objects.filter(resolution=resolution, start__gte=since, start__lt=until)
+        rates = self._rates(points, ("broker_id",), metric, resolution, step)
         return Rollup(step, [_series(f"broker {b}", rates[b], since, until, step) for b in sorted(rates)],
                       self._history_starts(BrokerMetricPoint))
 
@@ -177,11 +216,13 @@ class MetadataStoreDataSource:
                                                  start__lt=until).exclude(topic__startswith="__")
         leaders = [t for t, total in ranked.values("topic").annotate(total=Sum(metric))
                    .order_by("-total", "topic").values_list("topic", "total")[:top] if total]
-        rows = TopicMetricPoint.objects.filter(resolution=resolution, topic__in=leaders, start__gte=since,
-                                               start__lt=until).values_list("topic", "start", metric)
-        rates = self._rates(rows, resolution, step)
-        return Rollup(step, [_series(t, rates.get(t, {}), since, until, step) for t in leaders],
-                      self._history_starts(TopicMetricPoint))
+        series = []
+        for topic in leaders:  # one query per topic: each walks the (resolution, topic, start) index
+            points = TopicMetricPoint.objects.filter(resolution=resolution, topic=topic, start__gte=since,
+                                                     start__lt=until)
+            series.append(_series(topic, self._rates(points, (), metric, resolution, step).get(None, {}), since,
+                                  until, step))
+        return Rollup(step, series, self._history_starts(TopicMetricPoint))
 
     def lag_groups(self) -> list[str]:
         return list(LagMetricPoint.objects.filter(resolution=3600).order_by("group")
@@ -191,17 +232,17 @@ class MetadataStoreDataSource:
         resolution, step = resolution_for(until - since)
         resolution = max(resolution, 60)  # lag is kept at 1 min and 1 h
         step = max(step, resolution)
-        steps: dict[int, list] = {}
-        for start, lag, lag_s, status in LagMetricPoint.objects.filter(
-                resolution=resolution, group=group, start__gte=since, start__lt=until
-        ).order_by("start").values_list("start", "lag", "lag_seconds", "status"):
-            entry = steps.setdefault(_step_start(start, step), [0, 0.0, "NOTFOUND"])
-            entry[0], entry[1] = max(entry[0], lag), max(entry[1], lag_s)
-            if STATUS_SEVERITY.get(status, 0) > STATUS_SEVERITY.get(entry[2], 0):
-                entry[2] = status
-        keys = sorted(steps)
-        return LagHistory(group, step, [datetime.fromtimestamp(s, UTC) for s in keys],
-                          [steps[s][0] for s in keys], [steps[s][1] for s in keys], [steps[s][2] for s in keys])
+        points = LagMetricPoint.objects.filter(resolution=resolution, group=group, start__gte=since,
+                                               start__lt=until)
+        lag = self._steps(points, (), "lag", step, Max)[0].get(None, {})
+        seconds = self._steps(points, (), "lag_seconds", step, Max)[0].get(None, {})
+        severity = Case(*[When(status=name, then=Value(rank)) for name, rank in STATUS_SEVERITY.items()],
+                        default=Value(0))
+        worst = self._steps(points.annotate(severity=severity), (), "severity", step, Max)[0].get(None, {})
+        names = {rank: name for name, rank in STATUS_SEVERITY.items()}
+        keys = sorted(lag)
+        return LagHistory(group, step, [datetime.fromtimestamp(s, UTC) for s in keys], [lag[s] for s in keys],
+                          [seconds.get(s, 0.0) for s in keys], [names.get(worst.get(s, 0), "NOTFOUND") for s in keys])
 
     def disk_usage(self) -> list[LogDirUsage]:
         latest: dict[tuple[int, str], LogDirMetricPoint] = {}
@@ -228,11 +269,9 @@ class MetadataStoreDataSource:
         return usage
 
     def disk_history(self, since: datetime, until: datetime) -> Rollup:
+        """The largest size sampled in each step, per log dir."""
         resolution, step = resolution_for(until - since)
-        last: defaultdict[str, dict[int, float]] = defaultdict(dict)
-        for broker, path, start, size in LogDirMetricPoint.objects.filter(
-                resolution=resolution, start__gte=since, start__lt=until).order_by("start").values_list(
-                "broker_id", "path", "start", "size_bytes"):
-            last[f"broker {broker}: {path}"][_step_start(start, step)] = size
-        return Rollup(step, [_series(name, points, since, until, step) for name, points in sorted(last.items())],
-                      self._history_starts(LogDirMetricPoint))
+        points = LogDirMetricPoint.objects.filter(resolution=resolution, start__gte=since, start__lt=until)
+        sizes = self._steps(points, ("broker_id", "path"), "size_bytes", step, Max)[0]
+        return Rollup(step, [_series(f"broker {b}: {path}", sizes[(b, path)], since, until, step)
+                             for b, path in sorted(sizes)], self._history_starts(LogDirMetricPoint))

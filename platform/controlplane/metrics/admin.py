@@ -6,6 +6,7 @@ from .models import BrokerMetricPoint, LagMetricPoint, LogDirMetricPoint, TopicM
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
+    ordering = ("-start",)
     def has_add_permission(self, request):
         return False
 
@@ -44,5 +45,6 @@ class LagMetricPointAdmin(ReadOnlyAdmin):
 
 @admin.register(TopicReplicaSize)
 class TopicReplicaSizeAdmin(ReadOnlyAdmin):
+    ordering = ("topic", "broker_id")
     list_display = ("topic", "broker_id", "size_bytes", "partitions", "sampled_at")
     search_fields = ("topic",)

@@ -3,6 +3,7 @@
 
 Every point is one bucket of one resolution (10 s, 60 s, 3600 s; `rollup.RESOLUTIONS_S`): counters are the
 growth within the bucket (bytes, records, requests), gauges the last value sampled in it. Times are UTC.
+Point models have no default ordering: the dashboard reads millions of rows by index and sorts nothing.
 """
 
 from django.db import models
@@ -32,7 +33,6 @@ class BrokerMetricPoint(models.Model):
     connections = models.IntegerField(null=True)
 
     class Meta:
-        ordering = ["resolution", "start", "broker_id"]
         constraints = [models.UniqueConstraint(fields=["resolution", "broker_id", "start"],
                                                name="metrics_broker_point_unique")]
         indexes = [models.Index(fields=["resolution", "start"], name="metrics_broker_point_time")]
@@ -53,7 +53,6 @@ class TopicMetricPoint(models.Model):
     size_bytes = models.BigIntegerField(null=True, help_text="bytes on disk over all replicas, last in bucket")
 
     class Meta:
-        ordering = ["resolution", "start", "topic"]
         constraints = [models.UniqueConstraint(fields=["resolution", "topic", "start"],
                                                name="metrics_topic_point_unique")]
         indexes = [models.Index(fields=["resolution", "start"], name="metrics_topic_point_time")]
@@ -74,7 +73,6 @@ class LogDirMetricPoint(models.Model):
     free_bytes = models.BigIntegerField(help_text="bytes still available on its file system")
 
     class Meta:
-        ordering = ["resolution", "start", "broker_id", "path"]
         constraints = [models.UniqueConstraint(fields=["resolution", "broker_id", "path", "start"],
                                                name="metrics_log_dir_point_unique")]
         indexes = [models.Index(fields=["resolution", "start"], name="metrics_log_dir_point_time")]
@@ -97,7 +95,6 @@ class LagMetricPoint(models.Model):
     last_total = models.BigIntegerField(default=0, help_text="running sum of the latest evaluation's lag")
 
     class Meta:
-        ordering = ["resolution", "start", "group"]
         constraints = [models.UniqueConstraint(fields=["resolution", "group", "start"],
                                                name="metrics_lag_point_unique")]
         indexes = [models.Index(fields=["resolution", "start"], name="metrics_lag_point_time")]

@@ -73,9 +73,10 @@ def create_app(data_source: DashboardDataSource, *, requests_pathname_prefix: st
                title="Strom dashboard", update_title=None, external_stylesheets=list(shell.stylesheets),
                suppress_callback_exceptions=True, eager_loading=True)
     app.layout = partial(_layout, shell, refresh_ms)
-    app.clientside_callback(
-        "function(_) { return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'; }",
-        Output(ids.TIMEZONE, "data"), Input(ids.PAGES_LOCATION, "pathname"))
+    app.clientside_callback(  # once: a page change must not re-run every callback that reads the zone
+        "function(_, zone) { return zone ? window.dash_clientside.no_update"
+        " : (Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'); }",
+        Output(ids.TIMEZONE, "data"), Input(ids.PAGES_LOCATION, "pathname"), State(ids.TIMEZONE, "data"))
     app.clientside_callback(
         "function(path, hrefs) { return hrefs.map(h => h === path ? 'current' : ''); }",
         Output({"type": "subnav", "index": ALL}, "className"), Input(ids.PAGES_LOCATION, "pathname"),

@@ -4,6 +4,8 @@ and session bar, refreshed by one dcc.Interval whose ticks update only the pages
 The shell knows nothing about individual pages: the dashboard's sub-navigation comes from Dash's page
 registry. The viewer's time zone is read in the browser (a clientside callback) so charts show local time.
 `use_async=False`: callbacks call the control plane's synchronous ORM through the injected data source.
+`eager_loading`: plotly.js and the other async components load with the page under fingerprinted URLs, so a
+browser caches them for good instead of fetching and parsing plotly.js again on every visit.
 """
 
 from dataclasses import dataclass, field

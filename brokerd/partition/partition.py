@@ -32,6 +32,7 @@ from typing import Protocol
 
 from brokerd.errors import BrokerError, OffsetOutOfRangeError
 from brokerd.metadata.image import PartitionAssignment
+from brokerd.metrics.counters import TopicCounters
 from brokerd.partition.batch import read_single_batch
 from brokerd.partition.errors import NotLeaderOrFollowerError
 from brokerd.partition.producer_state import BatchOffsets, ProducerStateTable, last_sequence
@@ -86,7 +87,8 @@ class AppendResult:
 class Partition:
     """One replica on this broker. Not thread-safe; called only from the event loop."""
 
-    def __init__(self, topic: str, index: int, node_id: int, log: Log, listener: PartitionListener) -> None:
+    def __init__(self, topic: str, index: int, node_id: int, log: Log, listener: PartitionListener,
+                 counters: TopicCounters | None = None) -> None:
         self.topic = topic
         self.index = index
         self.node_id = node_id
@@ -102,6 +104,9 @@ class Partition:
         self.pending_isr: tuple[int, ...] | None = None
         """An ISR this leader proposed and the control plane has not answered yet."""
         self.followers: dict[int, FollowerState] = {}
+        self.counters = counters
+        """The topic's counters on this broker (shared by its partitions): bumped once per batch; None when
+        metrics are disabled."""
         self._high_watermark = min(max(log.high_watermark, log.log_start_offset), log.log_end_offset)
         self._producers = ProducerStateTable()
         self.rebuild_producer_state()
@@ -204,8 +209,25 @@ class Partition:
                ) -> AppendResult:
         """Append one producer batch as leader (header checks here; CRC, magic and max.message.bytes in
         storage). A duplicate of a retained idempotent batch returns its original offsets without
-        touching the log. acks=all with an ISR below `min_insync_replicas` is refused before appending."""
+        touching the log. acks=all with an ISR below `min_insync_replicas` is refused before appending.
+        Counted in `counters` (per batch: bytes, records, and whether it was rejected)."""
         self._require_leader()
+        counters = self.counters
+        if counters is None:
+            return self._append_as_leader(records, required_acks, min_insync_replicas)
+        counters.produce_requests += 1
+        try:
+            result = self._append_as_leader(records, required_acks, min_insync_replicas)
+        except BrokerError:
+            counters.failed_produce_requests += 1
+            counters.bytes_rejected += len(records)
+            raise
+        counters.bytes_in += len(records)
+        counters.messages_in += result.last_offset - result.base_offset + 1
+        return result
+
+    def _append_as_leader(self, records: bytes | bytearray, required_acks: int, min_insync_replicas: int
+                          ) -> AppendResult:
         batch = read_single_batch(records)
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
             raise NotEnoughReplicasError(f"{self.topic}-{self.index}: ISR {list(self.isr)} is smaller than "
@@ -299,6 +321,8 @@ class Partition:
             raise NotLeaderOrFollowerError(f"{self.topic}-{self.index} is led here; not appending as follower")
         if len(records):
             self.log.append_as_follower(records)
+            if self.counters is not None:
+                self.counters.replication_bytes_in += len(records)
             for _, header in iter_batches(records):
                 self._producers.record_replicated(header)
             self._listener.on_append(self)

@@ -23,6 +23,7 @@ from brokerd.clock import Clock, SystemClock
 from brokerd.errors import UnknownTopicOrPartitionError
 from brokerd.metadata.image import BrokerEndpoint, ClusterImage
 from brokerd.metadata.store import MetadataStore
+from brokerd.metrics.counters import BrokerTopicMetrics
 from brokerd.partition.errors import NotLeaderOrFollowerError
 from brokerd.partition.partition import AppendResult, Partition
 from brokerd.partition.waiters import AppendWaiters
@@ -51,7 +52,7 @@ class PendingAck:
 class ReplicaManager:
     def __init__(self, log_manager: LogManager, metadata: MetadataStore, node_id: int,
                  config: ReplicationConfig | None = None, clock: Clock | None = None,
-                 broker_properties: Mapping[str, str] | None = None) -> None:
+                 broker_properties: Mapping[str, str] | None = None, metrics_enabled: bool = True) -> None:
         self._log_manager = log_manager
         self._metadata = metadata
         self.node_id = node_id
@@ -64,6 +65,8 @@ class ReplicaManager:
         self._min_isr: dict[str, int] = {}
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._defaults = topic_config.broker_defaults(broker_properties or {})
+        self.topic_metrics = BrokerTopicMetrics(enabled=metrics_enabled)
+        """Per-topic byte/message/request counters; each Partition bumps its topic's."""
         self.waiters = AppendWaiters()
         self.purgatory = DelayedProduce()
         self.isr = IsrManager(metadata)
@@ -218,13 +221,14 @@ class ReplicaManager:
                     log_ = self._log_manager.get_or_create_log(name, assignment.partition, dict(topic.configs),
                                                                topic.uuid)
                     partition = self._partitions[key] = Partition(name, assignment.partition, self.node_id, log_,
-                                                                  self)
+                                                                  self, self.topic_metrics.topic(name))
                 if assignment.leader_id == self.node_id:
                     self._become_leader(partition, assignment)
                 else:
                     self._become_follower(partition, assignment, image.broker(assignment.leader_id))
         for topic_name in [t for t in self._topic_ids if t not in image.topics]:
             del self._topic_ids[topic_name]
+            self.topic_metrics.retire(topic_name)
             self._topic_configs.pop(topic_name, None)
             self._min_isr.pop(topic_name, None)
         self._stop_idle_fetchers()

@@ -1,11 +1,12 @@
 """What a handler gets: the broker's services and the request it is answering."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from brokerd.config import BrokerConfig
 from brokerd.groups.manager import GroupManager
 from brokerd.metadata.image import BrokerEndpoint
 from brokerd.metadata.store import MetadataStore
+from brokerd.metrics.counters import RequestMetrics
 from brokerd.protocol.messages import RequestHeader
 from brokerd.protocol.responses import MessageSchema
 from brokerd.replication.replica_manager import ReplicaManager
@@ -21,6 +22,8 @@ class BrokerServices:
     """This broker as clients should reach it (first advertised listener)."""
     groups: GroupManager
     """The group coordinators of the `__consumer_offsets` partitions this broker leads."""
+    requests: RequestMetrics | None = field(default_factory=RequestMetrics)
+    """Requests per API: counts, failures, latency histograms (bumped by the dispatcher); None: not counted."""
 
 
 @dataclass(frozen=True, slots=True)

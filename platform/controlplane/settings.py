@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "controlplane.cluster",
     "controlplane.topics",
     "controlplane.health",
+    "controlplane.metrics",
     "controlplane.controller",
     "controlplane.brokerapi",
     "controlplane.groups",

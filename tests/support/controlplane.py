@@ -51,6 +51,7 @@ class ControlPlane:
     env: dict[str, str]
     web: subprocess.Popen | None = field(default=None, repr=False)
     controller: subprocess.Popen | None = field(default=None, repr=False)
+    metrics_consumer: subprocess.Popen | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
@@ -128,6 +129,13 @@ class ControlPlane:
     def start_controller(self) -> None:
         self.controller = self._spawn("controller", [sys.executable, "manage.py", "run_controller"])
 
+    def start_metrics_consumer(self) -> None:
+        """`manage.py consume_metrics` (the rollups of `__strom_metrics` and `__strom_lag_samples`)."""
+        self.metrics_consumer = self._spawn("metrics-consumer", [sys.executable, "manage.py", "consume_metrics"])
+
+    def stop_metrics_consumer(self) -> None:
+        _stop(self.metrics_consumer)
+
     def kill_web(self) -> None:
         _kill(self.web)
 
@@ -135,7 +143,7 @@ class ControlPlane:
         _kill(self.controller)
 
     def stop(self) -> None:
-        for process in (self.controller, self.web):
+        for process in (self.metrics_consumer, self.controller, self.web):
             _stop(process)
 
     def log(self, name: str) -> str:

@@ -7,6 +7,7 @@ from controlplane.cluster.api.views import BrokerViewSet
 from controlplane.controller.api.views import ElectLeadersView
 from controlplane.groups.api.views import GroupViewSet
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
+from controlplane.metrics.api.views import BrokerMetricPointViewSet, TopicMetricPointViewSet
 from controlplane.topics.api.views import PartitionViewSet, TopicViewSet
 
 router = DefaultRouter()
@@ -15,6 +16,8 @@ router.register("topics", TopicViewSet)
 router.register("partitions", PartitionViewSet)
 router.register("health-snapshots", ClusterHealthSnapshotViewSet)
 router.register("groups", GroupViewSet, basename="group")
+router.register("metrics/brokers", BrokerMetricPointViewSet)
+router.register("metrics/topics", TopicMetricPointViewSet)
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

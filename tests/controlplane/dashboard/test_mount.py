@@ -1,4 +1,5 @@
-"""The dashboard is served by the project's WSGI app at /dashboard/, only to logged-in users."""
+"""The dashboard is served by the project's WSGI app at /dashboard/, only to logged-in users, inside the
+console's navigation, and its callbacks read the metadata store and the metrics rollups."""
 
 import json
 
@@ -8,11 +9,12 @@ from werkzeug.test import Client
 
 from controlplane.wsgi import application
 from tests.conftest import PASSWORD
-from webui import ids
+from tests.support.dash_client import DashCallbacks
 
 # The mount sends Django's request signals, which close the connection after each request (as in production);
 # only a transactional test database survives that.
 pytestmark = pytest.mark.django_db(transaction=True)
+PAGES = ("", "throughput", "lag", "partitions", "disk", "reassignments")
 
 
 @pytest.fixture
@@ -24,18 +26,12 @@ def logged_in(user):
     return client
 
 
-def refresh_request(n_intervals: int = 1) -> dict:
-    layout_outputs = [ids.BROKERS_RUNNING, ids.TOPICS, ids.PARTITIONS, ids.UNDER_REPLICATED, ids.OFFLINE]
-    outputs = [{"id": i, "property": "children"} for i in layout_outputs] + [
-        {"id": ids.BROKER_LOAD, "property": "figure"}, {"id": ids.HEALTH_HISTORY, "property": "figure"},
-        {"id": ids.REFRESHED, "property": "children"}]
-    return {
-        "output": ".." + "...".join(f"{o['id']}.{o['property']}" for o in outputs) + "..",
-        "outputs": outputs,
-        "inputs": [{"id": ids.INTERVAL, "property": "n_intervals", "value": n_intervals}],
-        "changedPropIds": [f"{ids.INTERVAL}.n_intervals"],
-        "state": [],
-    }
+@pytest.fixture
+def callbacks(logged_in):
+    def post(path, body):
+        response = logged_in.post(path, json=body)
+        return response.status_code, response.data
+    return DashCallbacks(lambda path: logged_in.get(path).get_json(), post)
 
 
 def test_anonymous_users_are_sent_to_the_login_page():
@@ -47,7 +43,7 @@ def test_anonymous_users_are_sent_to_the_login_page():
 def test_anonymous_dash_requests_are_refused():
     client = Client(application)
     assert client.get("/dashboard/_dash-layout").status_code == 401
-    assert client.post("/dashboard/_dash-update-component", json=refresh_request()).status_code == 401
+    assert client.post("/dashboard/_dash-update-component", json={}).status_code == 401
 
 
 def test_a_forged_session_cookie_is_refused():
@@ -56,23 +52,33 @@ def test_a_forged_session_cookie_is_refused():
     assert client.get("/dashboard/").status_code == 302
 
 
-def test_logged_in_users_get_the_dashboard(logged_in):
-    page = logged_in.get("/dashboard/")
-    assert page.status_code == 200
-    assert b"/dashboard/_dash-component-suites/" in page.data
-    layout = logged_in.get("/dashboard/_dash-layout").get_json()
-    assert "Cluster dashboard" in json.dumps(layout)
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_is_served_with_the_console_navigation(logged_in, page):
+    assert logged_in.get(f"/dashboard/{page}").status_code == 200
+    layout = json.dumps(logged_in.get("/dashboard/_dash-layout").get_json())
+    for section in ("Overview", "Brokers", "Topics", "Consumer groups", "Dashboard", "Log out", "operator"):
+        assert section in layout
+    assert "console/console.css" in logged_in.get(f"/dashboard/{page}").get_data(as_text=True)
 
 
-def test_refresh_callback_reads_the_metadata_store(logged_in, cluster):
-    response = logged_in.post("/dashboard/_dash-update-component", json=refresh_request(3))
-    assert response.status_code == 200, response.data
-    body = response.get_json()["response"]
-    assert body[ids.BROKERS_RUNNING]["children"] == f"{cluster['running']} / {cluster['brokers']}"
-    assert body[ids.PARTITIONS]["children"] == str(cluster["partitions"])
-    assert body[ids.OFFLINE]["children"] == str(cluster["offline"])
-    bars = body[ids.BROKER_LOAD]["figure"]["data"]
+def test_overview_reads_the_metadata_store(callbacks, cluster):
+    status, raw = callbacks.call("overview-throughput.figure", {"shell-interval.n_intervals": 3,
+                                                                "shell-timezone.data": "Europe/Berlin"})
+    assert status == 200, raw
+    body = json.loads(raw)["response"]
+    tiles = json.dumps(body["overview-tile-brokers"])
+    assert f"{cluster['running']} / {cluster['brokers']}" in tiles
+    assert json.dumps(body["overview-tile-offline"]).count(str(cluster["offline"])) >= 1
+    bars = body["overview-load"]["figure"]["data"]
     assert bars[0]["name"] == "leader partitions"
     assert list(bars[0]["y"]) == [2, 1, 1]  # leaders of orders-0/payments-0, orders-1, orders-2
     assert list(bars[1]["y"]) == [4, 3, 3]
-    assert body[ids.REFRESHED]["children"].startswith("refresh #3")
+    throughput = body["overview-throughput"]["figure"]
+    assert throughput["data"] == []  # nothing recorded: the empty state says why
+    assert "consume_metrics" in throughput["layout"]["annotations"][0]["text"]
+
+
+def test_reassignments_page_says_why_it_is_empty(callbacks):
+    status, raw = callbacks.call("reassignments-list.children", {"shell-interval.n_intervals": 1})
+    assert status == 200
+    assert "cannot reassign partitions yet" in raw.decode()

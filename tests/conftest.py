@@ -10,6 +10,8 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 from werkzeug.serving import make_server
 
+from controlplane.access.actions import Role
+from controlplane.access.roles import set_role
 from controlplane.cluster.models import Broker, BrokerState
 from controlplane.topics.models import NO_LEADER, Partition, Topic
 
@@ -74,9 +76,23 @@ def page(chromium):
 
 
 
+def user_with_role(username: str, role: Role | None):
+    """A user (password PASSWORD) holding `role` (None: no role)."""
+    created = get_user_model().objects.create_user(username, password=PASSWORD)
+    set_role(created, role)
+    return created
+
+
 @pytest.fixture
 def user(db):
-    return get_user_model().objects.create_user("operator", password=PASSWORD)
+    """The user most tests act as: 'operator', with the operator role."""
+    return user_with_role("operator", Role.OPERATOR)
+
+
+@pytest.fixture
+def local_superuser(db, settings):
+    """The superuser `manage.py ensure_admin` creates, which management commands act as by default."""
+    return get_user_model().objects.create_superuser(settings.STROM_ADMIN_USER, password=PASSWORD)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ PAGES = ["/", "/brokers/", "/topics/", "/groups/", "/reassignments/", "/alerts/"
 @pytest.fixture
 def client(user):
     client = Client()
-    assert client.login(username="operator", password=PASSWORD)
+    client.force_login(user)
     return client
 
 

@@ -7,7 +7,6 @@ from django.test import Client as DjangoClient
 from werkzeug.test import Client
 
 from controlplane.wsgi import application
-from tests.conftest import PASSWORD
 from webui import ids
 
 # The mount sends Django's request signals, which close the connection after each request (as in production);
@@ -18,7 +17,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def logged_in(user):
     django_client = DjangoClient()
-    assert django_client.login(username="operator", password=PASSWORD)
+    django_client.force_login(user)
     client = Client(application)
     client.set_cookie("sessionid", django_client.cookies["sessionid"].value)
     return client

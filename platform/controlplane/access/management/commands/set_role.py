@@ -40,6 +40,6 @@ class Command(ActorCommand):
             set_role(user, _ROLES[role])
             change.after = {"role": role if role != "none" else None}
         if password is not None:
-            self.stdout.write(f"Created user '{username}'" + (f" with password: {password} (shown once)"
-                                                                if generated else " (password from STROM_USER_PASSWORD)"))
+            how = f"with password: {password} (shown once)" if generated else "(password from STROM_USER_PASSWORD)"
+            self.stdout.write(f"Created user '{username}' {how}")
         self.stdout.write(f"'{username}' now has the role {role}.")

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from brokerd.config import BrokerConfig
 from brokerd.groups.manager import GroupManager
 from brokerd.metadata.image import BrokerEndpoint
-from brokerd.metadata.store import MetadataStore
+from brokerd.metadata.store import AdminOrigin, MetadataStore
 from brokerd.protocol.messages import RequestHeader
 from brokerd.replication.replica_manager import ReplicaManager
 
@@ -27,3 +27,8 @@ class RequestContext:
     services: BrokerServices
     header: RequestHeader
     client_host: str
+
+    @property
+    def origin(self) -> AdminOrigin:
+        """The client, as admin calls to the metadata store name it (for the control plane's audit log)."""
+        return AdminOrigin(self.client_host, self.header.client_id or "")

@@ -27,7 +27,7 @@ async def handle(request: CreateTopicsRequest, context: RequestContext) -> Creat
             assignments={a.partition_index: tuple(a.broker_ids) for a in topic.assignments},
         )
         try:
-            await metadata.create_topic(new_topic, validate_only=request.validate_only)
+            await metadata.create_topic(new_topic, validate_only=request.validate_only, origin=context.origin)
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this topic
             code, message = to_error(exc)
             results.append(CreatableTopicResult(name=topic.name, error_code=code, error_message=message))

@@ -14,7 +14,7 @@ async def handle(request: DeleteTopicsRequest, context: RequestContext) -> Delet
     results = []
     for name in request.topic_names:
         try:
-            await context.services.metadata.delete_topic(name)
+            await context.services.metadata.delete_topic(name, origin=context.origin)
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this topic
             results.append(DeletableTopicResult(name=name, error_code=to_error_code(exc)))
             continue

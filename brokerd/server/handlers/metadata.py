@@ -56,7 +56,8 @@ async def handle(request: MetadataRequest, context: RequestContext) -> MetadataR
             if topic is None and auto_create:
                 try:
                     topic = await services.metadata.create_topic(
-                        NewTopic(name=name, num_partitions=-1, replication_factor=-1, configs={}))
+                        NewTopic(name=name, num_partitions=-1, replication_factor=-1, configs={}),
+                        origin=context.origin)
                 except Exception as exc:  # noqa: BLE001 - the error goes on the wire per topic
                     if getattr(exc, "kafka_error", None) != "TOPIC_ALREADY_EXISTS":
                         results.append(_error_topic(name, to_error_code(exc)))

@@ -25,9 +25,12 @@ class Actor:
 
     @property
     def name(self) -> str:
+        """The user name; for a Kafka client `<client id>@<address>` (or whichever of them is known)."""
         if self.user is not None and self.user.is_authenticated:
             return self.user.get_username()
-        return f"{self.client_id or '-'}@{self.address or 'unknown'}"
+        if self.client_id and self.address:
+            return f"{self.client_id}@{self.address}"
+        return self.client_id or self.address or "unknown"
 
 
 def record(actor: Actor, action: str, target: str, before: object, after: object, result: Result,

@@ -24,6 +24,13 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update"]
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Django's PBKDF2 (a million rounds, about a second per hash on a loaded 2-core machine) would dominate the
+    tests that create users; what they test does not depend on the hash."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def live_app(transactional_db):
     """`controlplane.wsgi.application` (Django + dashboard) served by a threaded server on 127.0.0.1."""

@@ -49,13 +49,18 @@ class ViewerRequiredMixin(AccessMixin):
         return super().dispatch(request, *args, **kwargs)
 
 
-class ActionView(ViewerRequiredMixin, View):
-    """A console mutation (POST only): checks `get_action()` for the user — a refusal is recorded and answered
-    403 with its reason — then calls `perform`, which makes the change inside `self.audited_change()` (or, for a
-    preview that changes nothing, outside it)."""
+class ActionView(AccessMixin, View):
+    """A console mutation (POST only; anonymous users go to the login page): checks `get_action()` for the user —
+    a refusal is recorded and answered 403 with its reason — then calls `perform`, which makes the change inside
+    `self.audited_change()` (or, for a preview that changes nothing, outside it)."""
 
     http_method_names = ["post"]
     action: Action
+
+    def dispatch(self, request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return self.handle_no_permission()
+        return super().dispatch(request, *args, **kwargs)
 
     def get_action(self) -> Action:
         return self.action

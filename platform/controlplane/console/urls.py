@@ -19,5 +19,6 @@ urlpatterns = [
     path("audit/", views.AuditLogView.as_view(), name="audit"),
     path("audit/export.csv", views.AuditExportView.as_view(), name="audit-export"),
     path("tokens/", views.TokenListView.as_view(), name="tokens"),
+    path("tokens/new/", views.TokenCreateView.as_view(), name="token-create"),
     path("tokens/revoke/", views.TokenRevokeView.as_view(), name="token-revoke"),
 ]

@@ -9,6 +9,7 @@ import itertools
 import json
 
 from django.contrib import messages
+from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Count
@@ -253,16 +254,33 @@ class AuditExportView(ViewerRequiredMixin, View):
                                      headers={"Content-Disposition": f'attachment; filename="strom-audit-{stamp}.csv"'})
 
 
+def render_tokens(request, form: TokenForm, status: int = 200, **context):
+    """The token page: the user's tokens (admins: everyone's) and the creation form."""
+    everyone = checks.refusal(request.user, actions.REVOKE_USER_TOKEN) is None
+    shown = ApiToken.objects.select_related("user")
+    if not everyone:
+        shown = shown.filter(user=request.user)
+    return render(request, "console/tokens.html", {"form": form, "tokens": shown, "everyone": everyone,
+                                                   "now": datetime.datetime.now(datetime.UTC), **context},
+                  status=status)
+
+
 class TokenListView(ViewerRequiredMixin, View):
-    """Your API tokens (admins see everyone's): create one — shown once, on the answer to the POST — or revoke."""
+    """Your API tokens (admins see everyone's), and the form to create one."""
 
     def get(self, request):
-        return self._render(request, TokenForm())
+        return render_tokens(request, TokenForm())
+
+
+class TokenCreateView(LoginRequiredMixin, View):
+    """Create a token (checked and audited by `access.tokens`); it is shown once, on this answer."""
+
+    http_method_names = ["post"]
 
     def post(self, request):
         form = TokenForm(request.POST)
         if not form.is_valid():
-            return self._render(request, form, status=400)
+            return render_tokens(request, form, status=400)
         days = form.cleaned_data["expires_in_days"]
         try:
             token, secret = tokens.create_token(actor_of(request), Source.CONSOLE, form.cleaned_data["name"],
@@ -271,20 +289,13 @@ class TokenListView(ViewerRequiredMixin, View):
             return refused_response(request, refused.reason)
         except ValidationError as invalid:
             form.add_error(None, invalid)
-            return self._render(request, form, status=400)
-        return self._render(request, TokenForm(), created=token, secret=secret)
-
-    def _render(self, request, form: TokenForm, status: int = 200, **context):
-        everyone = checks.refusal(request.user, actions.REVOKE_USER_TOKEN) is None
-        shown = ApiToken.objects.select_related("user")
-        if not everyone:
-            shown = shown.filter(user=request.user)
-        return render(request, "console/tokens.html", {"form": form, "tokens": shown, "everyone": everyone,
-                                                       "now": datetime.datetime.now(datetime.UTC), **context},
-                      status=status)
+            return render_tokens(request, form, status=400)
+        return render_tokens(request, TokenForm(), created=token, secret=secret)
 
 
-class TokenRevokeView(ViewerRequiredMixin, View):
+class TokenRevokeView(LoginRequiredMixin, View):
+    """Revoke a token: one's own, or (admins) anyone's; checked and audited by `access.tokens`."""
+
     http_method_names = ["post"]
 
     def post(self, request):

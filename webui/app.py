@@ -1,8 +1,9 @@
-"""The dashboard app: a cluster page refreshed by a dcc.Interval."""
+"""The dashboard app: a cluster page refreshed by a dcc.Interval, with one action (preferred leader election)."""
 
 from dash import Dash, Input, Output, dcc, html
 
 from . import ids
+from .actions import ELECT_PREFERRED_LEADERS, ActionRefusedError, DashboardActions
 from .data import DashboardDataSource
 from .figures import broker_load_figure, health_history_figure
 
@@ -25,25 +26,23 @@ _STYLE = {
 }
 
 
-def create_app(data_source: DashboardDataSource, *, requests_pathname_prefix: str = "/dashboard/",
-               refresh_ms: int = 5000) -> Dash:
-    """Build the Dash app. `use_async=False`: callbacks call the control plane's synchronous ORM."""
+def _elect_leaders_button(actions: DashboardActions) -> html.Div:
+    """Enabled for users who may elect preferred leaders; otherwise disabled, with the reason beside it."""
+    reason = actions.refusal(ELECT_PREFERRED_LEADERS)
+    return html.Div(style={"display": "flex", "gap": "1rem", "alignItems": "center", "margin": ".5rem 0"}, children=[
+        html.Button("Elect preferred leaders", id=ids.ELECT_LEADERS, n_clicks=0, disabled=reason is not None,
+                    title=reason or "Move each partition's leadership back to its preferred replica"),
+        html.Span(reason or "", id=ids.ELECT_LEADERS_OUTCOME, style=_STYLE["label"]),
+    ])
+
+
+def create_app(data_source: DashboardDataSource, actions: DashboardActions, *,
+               requests_pathname_prefix: str = "/dashboard/", refresh_ms: int = 5000) -> Dash:
+    """Build the Dash app. `use_async=False`: callbacks call the control plane's synchronous ORM. The layout is
+    built per page load, so the action button reflects the user's role."""
     app = Dash(__name__, requests_pathname_prefix=requests_pathname_prefix, routes_pathname_prefix="/",
                use_async=False, title="Strom dashboard", update_title=None)
-    app.layout = html.Div(style=_STYLE["page"], children=[
-        html.Div(style={"display": "flex", "justifyContent": "space-between", "alignItems": "baseline"},
-                 children=[html.H1("Cluster dashboard", style={"fontSize": "1.5rem"}),
-                           html.A("← console", href="/")]),
-        html.Div(style=_STYLE["tiles"], children=[
-            html.Div(style=_STYLE["tile"], children=[
-                html.Div("…", id=tile_id, style=_STYLE["figure"]), html.Div(label, style=_STYLE["label"])])
-            for label, tile_id in _TILES
-        ]),
-        dcc.Graph(id=ids.BROKER_LOAD),
-        dcc.Graph(id=ids.HEALTH_HISTORY),
-        html.Div(id=ids.REFRESHED, style=_STYLE["label"]),
-        dcc.Interval(id=ids.INTERVAL, interval=refresh_ms, n_intervals=0),
-    ])
+    app.layout = lambda: _layout(actions, refresh_ms)
 
     @app.callback(
         [Output(tile_id, "children") for _, tile_id in _TILES]
@@ -64,4 +63,30 @@ def create_app(data_source: DashboardDataSource, *, requests_pathname_prefix: st
             f"refresh #{n_intervals} · controller epoch {summary.controller_epoch}",
         )
 
+    @app.callback(Output(ids.ELECT_LEADERS_OUTCOME, "children"), Input(ids.ELECT_LEADERS, "n_clicks"),
+                  prevent_initial_call=True)
+    def elect_leaders(n_clicks: int) -> str:
+        try:
+            return actions.elect_preferred_leaders()
+        except ActionRefusedError as refused:
+            return refused.reason
+
     return app
+
+
+def _layout(actions: DashboardActions, refresh_ms: int) -> html.Div:
+    return html.Div(style=_STYLE["page"], children=[
+        html.Div(style={"display": "flex", "justifyContent": "space-between", "alignItems": "baseline"},
+                 children=[html.H1("Cluster dashboard", style={"fontSize": "1.5rem"}),
+                           html.A("← console", href="/")]),
+        html.Div(style=_STYLE["tiles"], children=[
+            html.Div(style=_STYLE["tile"], children=[
+                html.Div("…", id=tile_id, style=_STYLE["figure"]), html.Div(label, style=_STYLE["label"])])
+            for label, tile_id in _TILES
+        ]),
+        dcc.Graph(id=ids.BROKER_LOAD),
+        _elect_leaders_button(actions),
+        dcc.Graph(id=ids.HEALTH_HISTORY),
+        html.Div(id=ids.REFRESHED, style=_STYLE["label"]),
+        dcc.Interval(id=ids.INTERVAL, interval=refresh_ms, n_intervals=0),
+    ])

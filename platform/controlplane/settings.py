@@ -158,9 +158,10 @@ STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise serves from finders, but wants th
 WHITENOISE_USE_FINDERS = True
 
 REST_FRAMEWORK = {
+    # Token first: an unauthenticated request then gets 401 with `WWW-Authenticate: Token`.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "knox.auth.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     # Reads need the viewer role; a view's mutations need the action it declares (controlplane.access.rest).
     "DEFAULT_PERMISSION_CLASSES": ["controlplane.access.rest.ActionPermission"],

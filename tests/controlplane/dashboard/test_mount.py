@@ -1,4 +1,5 @@
-"""The dashboard is served by the project's WSGI app at /dashboard/, only to logged-in users."""
+"""The dashboard is served by the project's WSGI app at /dashboard/, only to logged-in users with a role; its one
+action (preferred leader election) goes through the same check and audit call as the console's."""
 
 import json
 
@@ -6,7 +7,11 @@ import pytest
 from django.test import Client as DjangoClient
 from werkzeug.test import Client
 
+from controlplane.access.actions import Role
+from controlplane.audit.models import AuditEntry
+from controlplane.topics.models import Partition
 from controlplane.wsgi import application
+from tests.conftest import user_with_role
 from webui import ids
 
 # The mount sends Django's request signals, which close the connection after each request (as in production);
@@ -14,13 +19,17 @@ from webui import ids
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def logged_in(user):
+def dashboard_client(user) -> Client:
     django_client = DjangoClient()
     django_client.force_login(user)
     client = Client(application)
     client.set_cookie("sessionid", django_client.cookies["sessionid"].value)
     return client
+
+
+@pytest.fixture
+def logged_in(user):
+    return dashboard_client(user)
 
 
 def refresh_request(n_intervals: int = 1) -> dict:
@@ -75,3 +84,65 @@ def test_refresh_callback_reads_the_metadata_store(logged_in, cluster):
     assert list(bars[0]["y"]) == [2, 1, 1]  # leaders of orders-0/payments-0, orders-1, orders-2
     assert list(bars[1]["y"]) == [4, 3, 3]
     assert body[ids.REFRESHED]["children"].startswith("refresh #3")
+
+
+def test_users_without_a_role_are_refused(db):
+    response = dashboard_client(user_with_role("nobody", None)).get("/dashboard/")
+    assert response.status_code == 403
+    assert response.text == "Reading the cluster's metadata, groups, lag and audit log needs the viewer role; " \
+                            "you have no role."
+
+
+def test_dashboard_answers_carry_the_consoles_security_headers(logged_in):
+    for response in (logged_in.get("/dashboard/"), Client(application).get("/dashboard/")):
+        assert response.headers["X-Frame-Options"] == "DENY"
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert response.headers["Referrer-Policy"] == "same-origin"
+
+
+def elect_button(client) -> dict:
+    layout = client.get("/dashboard/_dash-layout").get_json()
+    return next(c["props"] for c in _components(layout) if c.get("props", {}).get("id") == ids.ELECT_LEADERS)
+
+
+def _components(node):
+    if isinstance(node, dict):
+        yield node
+        yield from _components(node.get("props", {}).get("children"))
+    elif isinstance(node, list):
+        for child in node:
+            yield from _components(child)
+
+
+def click_elect(client) -> str:
+    response = client.post("/dashboard/_dash-update-component", json={
+        "output": f"{ids.ELECT_LEADERS_OUTCOME}.children",
+        "outputs": {"id": ids.ELECT_LEADERS_OUTCOME, "property": "children"},
+        "inputs": [{"id": ids.ELECT_LEADERS, "property": "n_clicks", "value": 1}],
+        "changedPropIds": [f"{ids.ELECT_LEADERS}.n_clicks"], "state": []})
+    assert response.status_code == 200, response.data
+    return response.get_json()["response"][ids.ELECT_LEADERS_OUTCOME]["children"]
+
+
+def test_a_viewer_sees_the_election_button_disabled_and_is_refused(cluster):
+    Partition.objects.filter(topic__name="orders", partition=0).update(leader=2)
+    viewer = dashboard_client(user_with_role("vera", Role.VIEWER))
+    button = elect_button(viewer)
+    assert button["disabled"] is True
+    assert button["title"] == "Preferred leader election needs the operator role; your role is viewer."
+    assert click_elect(viewer) == button["title"]  # a forged click is refused by the same check
+    assert Partition.objects.get(topic__name="orders", partition=0).leader == 2
+    entry = AuditEntry.objects.get()
+    assert (entry.actor, entry.source, entry.action, entry.result) == ("vera", "dash", "elect_preferred_leaders",
+                                                                       "refused")
+
+
+def test_an_operator_elects_preferred_leaders_from_the_dashboard(logged_in, cluster):
+    Partition.objects.filter(topic__name="orders", partition=0).update(leader=2)
+    assert elect_button(logged_in)["disabled"] is False
+    assert click_elect(logged_in).startswith("Elected the preferred leader of 1 partition(s)")
+    assert Partition.objects.get(topic__name="orders", partition=0).leader == 1
+    entry = AuditEntry.objects.get()
+    assert (entry.actor, entry.source, entry.action, entry.target, entry.result) == (
+        "operator", "dash", "elect_preferred_leaders", "partitions:all", "ok")
+    assert entry.before["leaders"]["orders-0"] == 2 and entry.after["leaders"]["orders-0"] == 1

@@ -3,7 +3,7 @@ from django.test import Client
 
 from tests.conftest import PASSWORD
 
-PAGES = ["/", "/brokers/", "/topics/", "/groups/", "/reassignments/", "/alerts/", "/reports/"]
+PAGES = ["/", "/brokers/", "/topics/", "/groups/", "/reassignments/", "/alerts/", "/reports/", "/audit/", "/tokens/"]
 
 
 @pytest.fixture

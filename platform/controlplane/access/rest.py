@@ -70,7 +70,8 @@ class ActionPermission(BasePermission):
             return True  # the view answers 405 Method Not Allowed
         action = view.required_action(request) if isinstance(view, ActionViewMixin) else None
         if action is None:
-            raise exceptions.PermissionDenied(f"{request.method} {request.path} changes nothing Strom permits.")
+            raise exceptions.PermissionDenied(f"{request.method} {request.path} declares no action, so nobody may "
+                                              "call it.")
         try:
             checks.authorize(actor_of(request), Source.REST, action, view.audit_target())
         except checks.ActionRefused as refused:

@@ -36,7 +36,7 @@ def test_login_page_and_bad_credentials(user):
 def test_every_section_renders_with_navigation(client, url):
     response = client.get(url)
     assert response.status_code == 200
-    for label in ("Overview", "Brokers", "Topics", "Consumer groups", "Reassignments", "Alerts", "Reports",
+    for label in ("Overview", "Brokers", "Topics", "Consumer groups", "Reassignments", "Alerts", "Reports", "Audit log",
                   "Dashboard"):
         assert f">{label}</a>".encode() in response.content
 

@@ -27,7 +27,6 @@ from controlplane.cluster import metadata, services
 from controlplane.controller import election
 from controlplane.core.errors import KafkaApiError
 from controlplane.topics import services as topics
-from controlplane.topics.models import Topic
 
 from .auth import cluster_secret_required
 from .hangup import hangup_probe
@@ -80,16 +79,6 @@ def kafka_change(request: HttpRequest, action: Action, target: str) -> Iterator[
     with recorded(kafka_actor(request), Source.KAFKA, action, target) as change:
         change.detail = f"Kafka Admin API via broker {request.headers.get('X-Strom-Broker-Id', '?')}"
         yield change
-
-
-def topic_state(name: object) -> dict | None:
-    """A topic as the audit log shows it before and after a change (None if it does not exist)."""
-    topic = Topic.objects.filter(name=name).first() if isinstance(name, str) else None
-    if topic is None:
-        return None
-    first = topic.partitions.order_by("partition").first()
-    return {"topic_id": str(topic.topic_id), "partitions": topic.partitions.count(),
-            "replication_factor": len(first.replicas) if first else 0, "configs": topic.configs}
 
 
 @internal_api("POST")
@@ -166,14 +155,14 @@ def topics_create(request: HttpRequest) -> dict:
         return create()
     with kafka_change(request, actions.CREATE_TOPICS, f"topic:{name}") as change:
         created = create()
-        change.after = topic_state(name)
+        change.after = topics.audit_state(name)
     return created
 
 
 @internal_api("DELETE")
 def topic_detail(request: HttpRequest, name: str) -> None:
     with kafka_change(request, actions.DELETE_TOPICS, f"topic:{name}") as change:
-        change.before = topic_state(name)
+        change.before = topics.audit_state(name)
         topics.delete_topic(name)
 
 
@@ -184,9 +173,9 @@ def topic_partitions(request: HttpRequest, name: str) -> dict:
     if body.bool("validate_only", False):
         return topics.create_partitions(name, count, assignments, True)
     with kafka_change(request, actions.CREATE_PARTITIONS, f"topic:{name}") as change:
-        change.before = topic_state(name)
+        change.before = topics.audit_state(name)
         grown = topics.create_partitions(name, count, assignments, False)
-        change.after = topic_state(name)
+        change.after = topics.audit_state(name)
     return grown
 
 
@@ -198,9 +187,9 @@ def topic_configs(request: HttpRequest, name: str) -> dict:
     if body.bool("validate_only", False):
         return topics.alter_configs(name, set_configs, delete, replace, True)
     with kafka_change(request, actions.ALTER_CONFIGS, f"topic:{name}") as change:
-        change.before = topic_state(name)
+        change.before = topics.audit_state(name)
         altered = topics.alter_configs(name, set_configs, delete, replace, False)
-        change.after = topic_state(name)
+        change.after = topics.audit_state(name)
     return altered
 
 

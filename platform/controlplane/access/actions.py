@@ -30,7 +30,7 @@ class Role(enum.IntEnum):
 class Action:
     name: str
     label: str
-    """What it does, as a sentence subject: "Reset consumer-group offsets"."""
+    """What it is, as the subject of a sentence: "Resetting consumer-group offsets" (refusals start with it)."""
     role: Role
     """The lowest role allowed to do it."""
     permission: str = ""

@@ -20,7 +20,7 @@ from controlplane.core.errors import KafkaApiError
 from .actions import Action
 from .roles import role_of
 
-__all__ = ("ActionRefused", "Change", "audited", "authorize", "describe_error", "recorded", "refusal")
+__all__ = ("ActionRefused", "Change", "audited", "authorize", "recorded", "refusal")
 
 
 class ActionRefused(Exception):
@@ -61,7 +61,7 @@ def authorize(actor: Actor, source: Source, action: Action, target: str) -> None
         raise ActionRefused(action, reason)
 
 
-def describe_error(error: BaseException) -> str:
+def _describe_error(error: BaseException) -> str:
     if isinstance(error, KafkaApiError):
         return f"{error.error}: {error.message}"
     return f"{type(error).__name__}: {error}"
@@ -75,7 +75,7 @@ def recorded(actor: Actor, source: Source, action: Action, target: str) -> Itera
         yield change
     except Exception as error:
         record(actor, action.name, target, change.before, change.after, Result.FAILED, source,
-               detail=describe_error(error))
+               detail=_describe_error(error))
         raise
     record(actor, action.name, target, change.before, change.after, Result.OK, source, detail=change.detail)
 

@@ -29,7 +29,7 @@ from controlplane.core.errors import KafkaApiError
 from controlplane.groups.services import GroupService
 from controlplane.health.models import ClusterHealthSnapshot
 from controlplane.health.snapshot import partition_problems, running_broker_ids
-from controlplane.topics.models import Partition, Topic
+from controlplane.topics.models import Topic
 
 from .forms import ElectLeadersForm, ResetOffsetsForm, TokenForm
 
@@ -71,10 +71,7 @@ class ElectLeadersView(ActionView):
 
     def targets(self) -> list[tuple[str, int]] | None:
         topic = self.request.POST.get("topic", "").strip()
-        if not topic:
-            return None
-        numbers = Partition.objects.filter(topic__name=topic).values_list("partition", flat=True)
-        return [(topic, n) for n in numbers] or [(topic, 0)]
+        return election.topic_targets(topic) if topic else None
 
     def audit_target(self) -> str:
         return election.audit_target(self.targets())

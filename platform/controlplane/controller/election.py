@@ -25,7 +25,7 @@ from controlplane.topics.models import NO_LEADER, Partition, Topic
 __all__ = ("PREFERRED", "UNCLEAN", "ElectionResult", "PartitionState", "apply_change", "audit_states",
            "audit_target", "choose_after_fencing", "choose_leader_for_offline", "choose_preferred", "elect_leaders",
            "elect_offline_partitions", "election_action", "imbalanced_partitions", "live_broker_ids",
-           "on_broker_gone", "unclean_allowed")
+           "on_broker_gone", "topic_targets", "unclean_allowed")
 
 PREFERRED = "preferred"
 UNCLEAN = "unclean"
@@ -145,6 +145,13 @@ class ElectionResult:
 def election_action(election_type: str) -> Action:
     """The action an election of this type is checked and audited as."""
     return actions.ELECT_UNCLEAN_LEADERS if election_type == UNCLEAN else actions.ELECT_PREFERRED_LEADERS
+
+
+def topic_targets(topic: str) -> list[tuple[str, int]]:
+    """Every partition of `topic` as election targets (partition 0 of an unknown topic, which then fails with
+    UNKNOWN_TOPIC_OR_PARTITION as in Kafka)."""
+    numbers = Partition.objects.filter(topic__name=topic).values_list("partition", flat=True)
+    return [(topic, n) for n in numbers] or [(topic, 0)]
 
 
 def audit_target(targets: list[tuple[str, int]] | None) -> str:

@@ -27,8 +27,3 @@ def action_button(context, action_name: str, label: str, show_reason: bool = Tru
                        'aria-describedby="{}">{}</button> <span class="refusal" id="{}">{}</span>',
                        action_name, attrs, reason, reason_id, label, reason_id, reason)
 
-
-@register.filter
-def may(user, action_name: str) -> bool:
-    """`{% if user|may:"reset_offsets" %}`: whether the user may do the action."""
-    return refusal(user, ACTIONS[action_name]) is None

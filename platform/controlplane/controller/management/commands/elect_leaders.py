@@ -7,7 +7,6 @@ from django.core.management.base import CommandError
 from controlplane.access.commands import ActorCommand
 from controlplane.controller import election
 from controlplane.core.errors import KafkaApiError
-from controlplane.topics.models import Partition
 
 
 class Command(ActorCommand):
@@ -24,9 +23,7 @@ class Command(ActorCommand):
             raise CommandError("--partition needs --topic")
         targets = None
         if topic is not None:
-            numbers = [partition] if partition is not None else \
-                list(Partition.objects.filter(topic__name=topic).values_list("partition", flat=True))
-            targets = [(topic, n) for n in numbers] or [(topic, 0)]
+            targets = [(topic, partition)] if partition is not None else election.topic_targets(topic)
         try:
             with self.audited(election.election_action(election_type), election.audit_target(targets)) as change:
                 results = election.elect_leaders(election_type, targets)

@@ -71,7 +71,9 @@ def test_every_form_needs_its_csrf_token(alice, path):
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
-    child_env = {k: v for k, v in os.environ.items() if not k.startswith("STROM_") or k == "STROM_VAR_DIR"}
+    """A management command in a clean environment (none of the test run's settings, e.g. the browser tests'
+    DJANGO_ALLOW_ASYNC_UNSAFE, which the deploy check rightly refuses)."""
+    child_env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "STROM_VAR_DIR")}
     return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**child_env, **env},
                           capture_output=True, text=True, timeout=120)
 

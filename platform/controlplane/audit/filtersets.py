@@ -1,6 +1,8 @@
 import django_filters
 from django.db.models import Q
 
+from controlplane.core.filters import UtcIsoDateTimeFilter
+
 from .models import AuditEntry, Result, Source
 
 
@@ -13,8 +15,8 @@ class AuditEntryFilterSet(django_filters.FilterSet):
     target = django_filters.CharFilter(field_name="target", lookup_expr="icontains")
     source = django_filters.ChoiceFilter(choices=Source.choices)
     result = django_filters.ChoiceFilter(choices=Result.choices)
-    since = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="gte", label="Since (ISO 8601)")
-    until = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="lt", label="Until (ISO 8601)")
+    since = UtcIsoDateTimeFilter(field_name="at", lookup_expr="gte", label="Since (ISO 8601)")
+    until = UtcIsoDateTimeFilter(field_name="at", lookup_expr="lt", label="Until (ISO 8601)")
 
     class Meta:
         model = AuditEntry

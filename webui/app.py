@@ -17,8 +17,9 @@ import flask
 from dash import ALL, Dash, Input, Output, State, dcc, html
 
 from . import ids
+from .actions import DashboardActions
 from .data import DashboardDataSource
-from .source import set_source
+from .source import inject
 
 
 @dataclass(frozen=True)
@@ -65,10 +66,12 @@ def _layout(shell: Shell, refresh_ms: int) -> html.Div:
     ])
 
 
-def create_app(data_source: DashboardDataSource, *, requests_pathname_prefix: str = "/dashboard/",
-               refresh_ms: int = 10_000, shell: Shell | None = None) -> Dash:
-    """Build the Dash app over `data_source` (see `source`: one app per process)."""
-    set_source(data_source)
+def create_app(data_source: DashboardDataSource, actions: DashboardActions, *,
+               requests_pathname_prefix: str = "/dashboard/", refresh_ms: int = 10_000,
+               shell: Shell | None = None) -> Dash:
+    """Build the Dash app over `data_source`, its mutations going through `actions` (see `source`: one app per
+    process). Page layouts are built per request, so an action's button reflects the user's role."""
+    inject(data_source, actions)
     shell = shell or Shell(dashboard_url=requests_pathname_prefix)
     app = Dash(__name__, use_pages=True, pages_folder=str(Path(__file__).with_name("pages")),
                requests_pathname_prefix=requests_pathname_prefix, routes_pathname_prefix="/", use_async=False,

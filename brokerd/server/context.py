@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from brokerd.config import BrokerConfig
 from brokerd.groups.manager import GroupManager
 from brokerd.metadata.image import BrokerEndpoint
-from brokerd.metadata.store import MetadataStore
+from brokerd.metadata.store import AdminOrigin, MetadataStore
 from brokerd.metrics.counters import RequestMetrics
 from brokerd.protocol.messages import RequestHeader
 from brokerd.protocol.responses import MessageSchema
@@ -37,3 +37,8 @@ class RequestContext:
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    @property
+    def origin(self) -> AdminOrigin:
+        """The client, as admin calls to the metadata store name it (for the control plane's audit log)."""
+        return AdminOrigin(self.client_host, self.header.client_id or "")

@@ -1,5 +1,6 @@
 """Overview: health tiles coloured by state (brokers, controller, offline and under-replicated partitions,
-open alerts), the cluster's throughput over the last hour, and partitions per broker."""
+open alerts), the cluster's throughput over the last hour, partitions per broker, and one action: preferred
+leader election (disabled, with the reason, for users whose role may not)."""
 
 from datetime import timedelta
 
@@ -7,9 +8,10 @@ import dash
 from dash import Input, Output, callback, html
 
 from webui import figures, ids
+from webui.actions import ELECT_PREFERRED_LEADERS, ActionRefusedError
 from webui.components import graph, human_bytes
 from webui.pages._empty import no_data_in_range
-from webui.source import source
+from webui.source import actions, source
 
 dash.register_page(__name__, path="/", name="Overview", title="Overview · Strom dashboard", order=0)
 pid = ids.page("overview")
@@ -21,8 +23,28 @@ def layout(**_kwargs):
         html.H1("Cluster overview"),
         html.Div(className="tiles", children=[html.Div(id=pid(f"tile-{key}"), className="tile") for key in TILES]),
         html.Div(className="charts", children=[graph(pid("throughput")), graph(pid("load"))]),
+        _elect_leaders_button(),
         html.P(id=pid("refreshed"), className="meta"),
     ])
+
+
+def _elect_leaders_button() -> html.Div:
+    """Enabled for users who may elect preferred leaders; otherwise disabled, with the reason beside it."""
+    reason = actions().refusal(ELECT_PREFERRED_LEADERS)
+    return html.Div(className="controls", children=[
+        html.Button("Elect preferred leaders", id=pid("elect-leaders"), n_clicks=0, disabled=reason is not None,
+                    title=reason or "Move each partition's leadership back to its preferred replica"),
+        html.Span(reason or "", id=pid("elect-leaders-outcome"), className="meta"),
+    ])
+
+
+@callback(Output(pid("elect-leaders-outcome"), "children"), Input(pid("elect-leaders"), "n_clicks"),
+          prevent_initial_call=True)
+def elect_leaders(_n_clicks):
+    try:
+        return actions().elect_preferred_leaders()
+    except ActionRefusedError as refused:
+        return refused.reason
 
 
 def _tile(value: str, label: str, state: str, hint: str = "") -> tuple[list, str]:

@@ -21,7 +21,7 @@ async def handle(request, context: RequestContext) -> object:
             overrides = {c.name: c.value for c in resource.configs if c.value is not None}
             try:
                 await metadata.set_topic_configs(resource.resource_name, overrides,
-                                                 validate_only=request.validate_only)
+                                                 validate_only=request.validate_only, origin=context.origin)
             except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this resource
                 error, message = to_error(exc)
         responses.append(context.response.AlterConfigsResourceResponse(error_code=error, error_message=message,

@@ -61,7 +61,8 @@ async def handle(request, context: RequestContext) -> object:
                     raise UnknownTopicError(f"Topic {resource.resource_name} not found")
                 overrides = apply_operations(topic.configs, resource.configs, services.config.properties)
                 await services.metadata.set_topic_configs(resource.resource_name, overrides,
-                                                          validate_only=request.validate_only)
+                                                          validate_only=request.validate_only,
+                                                          origin=context.origin)
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this resource
             error, message = to_error(exc)
         responses.append(context.response.AlterConfigsResourceResponse(error_code=error, error_message=message,

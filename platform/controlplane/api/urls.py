@@ -1,8 +1,9 @@
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
+from controlplane.access.api.views import ObtainTokenView
+from controlplane.audit.api.views import AuditEntryViewSet
 from controlplane.cluster.api.views import BrokerViewSet
 from controlplane.controller.api.views import ElectLeadersView
 from controlplane.groups.api.views import GroupViewSet
@@ -18,11 +19,12 @@ router.register("health-snapshots", ClusterHealthSnapshotViewSet)
 router.register("groups", GroupViewSet, basename="group")
 router.register("metrics/brokers", BrokerMetricPointViewSet)
 router.register("metrics/topics", TopicMetricPointViewSet)
+router.register("audit", AuditEntryViewSet)
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
-    path("token/", obtain_auth_token, name="token"),
+    path("token/", ObtainTokenView.as_view(), name="token"),
     path("elect-leaders/", ElectLeadersView.as_view(), name="elect-leaders"),
     path("", include(router.urls)),
 ]

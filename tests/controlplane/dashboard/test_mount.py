@@ -1,5 +1,6 @@
-"""The dashboard is served by the project's WSGI app at /dashboard/, only to logged-in users, inside the
-console's navigation, and its callbacks read the metadata store and the metrics rollups."""
+"""The dashboard is served by the project's WSGI app at /dashboard/, only to logged-in users with a role, inside
+the console's navigation; its callbacks read the metadata store and the metrics rollups, and its one action
+(preferred leader election) goes through the same check and audit call as the console's."""
 
 import json
 
@@ -7,8 +8,11 @@ import pytest
 from django.test import Client as DjangoClient
 from werkzeug.test import Client
 
+from controlplane.access.actions import Role
+from controlplane.audit.models import AuditEntry
+from controlplane.topics.models import Partition
 from controlplane.wsgi import application
-from tests.conftest import PASSWORD
+from tests.conftest import user_with_role
 from tests.support.dash_client import DashCallbacks
 
 # The mount sends Django's request signals, which close the connection after each request (as in production);
@@ -17,21 +21,29 @@ pytestmark = pytest.mark.django_db(transaction=True)
 PAGES = ("", "throughput", "lag", "partitions", "disk", "reassignments")
 
 
-@pytest.fixture
-def logged_in(user):
+def dashboard_client(user) -> Client:
     django_client = DjangoClient()
-    assert django_client.login(username="operator", password=PASSWORD)
+    django_client.force_login(user)
     client = Client(application)
     client.set_cookie("sessionid", django_client.cookies["sessionid"].value)
     return client
 
 
+def dash_callbacks(client: Client) -> DashCallbacks:
+    def post(path, body):
+        response = client.post(path, json=body)
+        return response.status_code, response.data
+    return DashCallbacks(lambda path: client.get(path).get_json(), post)
+
+
+@pytest.fixture
+def logged_in(user):
+    return dashboard_client(user)
+
+
 @pytest.fixture
 def callbacks(logged_in):
-    def post(path, body):
-        response = logged_in.post(path, json=body)
-        return response.status_code, response.data
-    return DashCallbacks(lambda path: logged_in.get(path).get_json(), post)
+    return dash_callbacks(logged_in)
 
 
 def test_anonymous_users_are_sent_to_the_login_page():
@@ -82,3 +94,65 @@ def test_reassignments_page_says_why_it_is_empty(callbacks):
     status, raw = callbacks.call("reassignments-list.children", {"shell-interval.n_intervals": 1})
     assert status == 200
     assert "cannot reassign partitions yet" in raw.decode()
+
+
+def test_users_without_a_role_are_refused(db):
+    response = dashboard_client(user_with_role("nobody", None)).get("/dashboard/")
+    assert response.status_code == 403
+    assert response.text == "Reading the cluster's metadata, groups, lag and audit log needs the viewer role; " \
+                            "you have no role."
+
+
+def test_dashboard_answers_carry_the_consoles_security_headers(logged_in):
+    for response in (logged_in.get("/dashboard/"), Client(application).get("/dashboard/")):
+        assert response.headers["X-Frame-Options"] == "DENY"
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert response.headers["Referrer-Policy"] == "same-origin"
+
+
+def overview_layout(client: Client) -> dict:
+    """The Overview page's layout as the browser gets it when it opens the page (built per request)."""
+    status, raw = dash_callbacks(client).call("_pages_content.children", {"_pages_location.pathname": "/dashboard/"})
+    assert status == 200, raw
+    return json.loads(raw)["response"]["_pages_content"]["children"]
+
+
+def elect_button(client: Client) -> dict:
+    return next(c["props"] for c in _components(overview_layout(client))
+                if c.get("props", {}).get("id") == "overview-elect-leaders")
+
+
+def _components(node):
+    if isinstance(node, dict):
+        yield node
+        yield from _components(node.get("props", {}).get("children"))
+    elif isinstance(node, list):
+        for child in node:
+            yield from _components(child)
+
+
+def click_elect(client: Client) -> str:
+    status, raw = dash_callbacks(client).call("overview-elect-leaders-outcome.children",
+                                              {"overview-elect-leaders.n_clicks": 1})
+    assert status == 200, raw
+    return json.loads(raw)["response"]["overview-elect-leaders-outcome"]["children"]
+
+
+def test_a_viewer_sees_the_election_button_disabled_and_is_refused(cluster):
+    Partition.objects.filter(topic__name="orders", partition=0).update(leader=2)
+    viewer = dashboard_client(user_with_role("vera", Role.VIEWER))
+    button = elect_button(viewer)
+    assert button["disabled"] is True
+    assert button["title"] == "Preferred leader election needs the operator role; your role is viewer."
+    assert click_elect(viewer) == button["title"]  # a forged click is refused by the same check
+    assert Partition.objects.get(topic__name="orders", partition=0).leader == 2
+    entry = AuditEntry.objects.get()
+    assert (entry.actor, entry.source, entry.action, entry.result) == ("vera", "dash", "elect_preferred_leaders",
+                                                                       "refused")
+
+
+def test_an_operator_elects_preferred_leaders_from_the_dashboard(logged_in, cluster):
+    Partition.objects.filter(topic__name="orders", partition=0).update(leader=2)
+    assert elect_button(logged_in)["disabled"] is False
+    assert click_elect(logged_in).startswith("Elected the preferred leader of 1 partition(s)")
+    assert Partition.objects.get(topic__name="orders", partition=0).leader == 1

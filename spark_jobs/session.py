@@ -52,6 +52,7 @@ def create_session(app_name: str, conf: Mapping[str, str] | None = None, master:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     master = master or spark_master()
     host = os.environ.get(DRIVER_HOST_ENV, "").strip() or "127.0.0.1"
+    os.environ.setdefault("SPARK_LOCAL_IP", host)
     settings = {**DEFAULTS, "spark.driver.host": host, "spark.driver.bindAddress": host}
     if not master.startswith("local"):
         settings.update(CLUSTER_DEFAULTS)

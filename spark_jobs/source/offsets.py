@@ -63,14 +63,18 @@ class OffsetLookup:
         committed = client.get("isolation.level", "read_uncommitted") == "read_committed"
         self._isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
 
-    def partitions(self, options: SourceOptions) -> list[TopicPartition]:
-        """The selected topics' partitions, sorted; an unknown subscribed or assigned topic is an error."""
+    def topics(self) -> dict:
+        """The cluster's topics: name -> confluent-kafka TopicMetadata."""
         from confluent_kafka import KafkaException
 
         try:
-            topics = self._admin.list_topics(timeout=self._timeout_s).topics
+            return self._admin.list_topics(timeout=self._timeout_s).topics
         except KafkaException as exc:
             raise OffsetLookupError(f"cannot read the cluster's metadata: {exc}") from None
+
+    def partitions(self, options: SourceOptions) -> list[TopicPartition]:
+        """The selected topics' partitions, sorted; an unknown subscribed or assigned topic is an error."""
+        topics = self.topics()
         selection = options.topics
         named = selection.subscribe or tuple(selection.assign or ())
         missing = [topic for topic in named if topic not in topics]

@@ -101,13 +101,13 @@ def breach_episodes(held: DataFrame, period: Period) -> DataFrame:
         (F.col("ended_ms") >= period.end_ms).alias("ongoing"))
 
 
-def partition_report(samples: DataFrame, period: Period) -> DataFrame:
-    """One row per group, topic and partition seen in the period: sample count, first/last sample time,
+def partition_report(held: DataFrame, period: Period) -> DataFrame:
+    """From `held_intervals` of the samples (by partition), one row per group, topic and partition seen in
+    the period: sample count, first/last sample time,
     lag p50/p95/max in records and seconds, the last sample's lag and status, seconds in each Burrow
     status (`seconds_ok` … `seconds_rewind`, plus `seconds_observed`), threshold breaches (count, total and
     longest seconds), and the trend: least-squares slope of lag in records per hour and of lag in seconds
     per hour, its r², and `lag_growing` (slope > 0 and r² >= 0.5)."""
-    held = held_intervals(samples, period, PARTITION_KEYS).cache()
     hours = (F.col("ts") - period.start_ms) / MS_PER_HOUR
     taken = held.where(F.col("ts") >= period.start_ms)
     stats = taken.groupBy(*PARTITION_KEYS).agg(

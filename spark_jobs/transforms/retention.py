@@ -77,14 +77,16 @@ def growth(size_history: DataFrame) -> DataFrame:
     return size_history.groupBy(*REPLICA_KEYS).agg(F.regr_slope("size_bytes", days).alias("growth_bytes_per_day"))
 
 
-def compaction(records: DataFrame, replicas: DataFrame) -> DataFrame:
-    """Per topic-partition of `records` (a whole compacted log): records, tombstones, `superseded_ratio`
-    and `dirty_ratio` over key + value bytes (dirty: from the leader replica's `first_dirty_offset` on)."""
+def compaction(records: DataFrame, topics: DataFrame, replicas: DataFrame) -> DataFrame:
+    """Per partition of the compacted `topics` in `records` (read whole): records, tombstones,
+    `superseded_ratio` and `dirty_ratio` over key + value bytes (dirty: from the leader replica's
+    `first_dirty_offset` on)."""
     by_key = Window.partitionBy("topic", "partition", "key").orderBy(F.col("offset").desc())
     size = F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0))
     first_dirty = (replicas.where(F.coalesce("leader", F.lit(True)))
                    .groupBy("topic", "partition").agg(F.max("first_dirty_offset").alias("first_dirty_offset")))
-    marked = (records.withColumn("bytes", size)
+    compacted = topics.where(F.col("cleanup_policy").contains("compact")).select("topic")
+    marked = (records.join(compacted, "topic").withColumn("bytes", size)
               .withColumn("superseded", F.col("key").isNotNull() & (F.row_number().over(by_key) > 1))
               .join(first_dirty, ["topic", "partition"], "left"))
     dirty = F.when(F.col("offset") >= F.col("first_dirty_offset"), F.col("bytes")).otherwise(F.lit(0))

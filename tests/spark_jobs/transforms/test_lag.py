@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from spark_jobs.transforms.lag import (
+    PARTITION_KEYS,
     SAMPLE_SCHEMA,
     Period,
     breach_episodes,
@@ -48,8 +49,12 @@ def frame(spark):
     return lambda rows: spark.createDataFrame(rows, SAMPLE_SCHEMA)
 
 
+def report(samples):
+    return partition_report(held_intervals(samples, PERIOD, PARTITION_KEYS), PERIOD)
+
+
 def test_a_group_lagging_for_exactly_30_minutes_shows_30_minutes_in_warn_and_err(frame):
-    row = partition_report(frame(lagging_30_minutes()), PERIOD).collect()[0]
+    row = report(frame(lagging_30_minutes())).collect()[0]
     assert (row.seconds_warn, row.seconds_err) == (600, 1200)
     assert row.seconds_ok == 7200 - 1800 and row.seconds_observed == 7200
     assert (row.breaches, row.breach_seconds, row.longest_breach_seconds) == (1, 1800, 1800)
@@ -58,7 +63,7 @@ def test_a_group_lagging_for_exactly_30_minutes_shows_30_minutes_in_warn_and_err
     # nearest rank below (percentile_approx): 90 of 120 samples have lag 0; the 95th percentile is rank 114
     lags = sorted(r["lag"] for r in lagging_30_minutes())
     assert row.lag_p50 == lags[59] == 0 and row.lag_p95 == lags[113]
-    group = group_report(frame(lagging_30_minutes()), partition_report(frame(lagging_30_minutes()), PERIOD),
+    group = group_report(frame(lagging_30_minutes()), report(frame(lagging_30_minutes())),
                          PERIOD).collect()[0]
     assert (group.seconds_warn, group.seconds_err, group.worst_status) == (600, 1200, "ERR")
     assert (group.partitions, group.topics, group.breaches) == (1, 1, 1)
@@ -66,7 +71,7 @@ def test_a_group_lagging_for_exactly_30_minutes_shows_30_minutes_in_warn_and_err
 
 def test_breach_episodes_and_ongoing_breaches(frame):
     rows = [sample(m, breached=m in (10, 11, 12) or m >= 100, lag=m) for m in range(120)]
-    held = held_intervals(frame(rows), PERIOD, ("cluster", "group", "topic", "partition"))
+    held = held_intervals(frame(rows), PERIOD, PARTITION_KEYS)
     episodes = sorted(breach_episodes(held, PERIOD).collect(), key=lambda e: e.started)
     assert [(e.duration_seconds, e.ongoing, e.lag_max) for e in episodes] == [(180, False, 12), (1200, True, 119)]
     assert episodes[0].started == datetime(2026, 5, 4, 10, 10) and episodes[0].ended == datetime(2026, 5, 4, 10, 13)
@@ -80,7 +85,7 @@ def test_time_is_clipped_to_the_period_and_long_silences_are_unobserved(frame):
         sample(119, second=30, status="STALL"),  # 11:59:30: holds until the period's end
         sample(120, status="STOP"),  # 12:00: after the period
     ]
-    row = partition_report(frame(rows), PERIOD).collect()[0]
+    row = report(frame(rows)).collect()[0]
     assert (row.seconds_err, row.seconds_warn, row.seconds_ok, row.seconds_stall, row.seconds_stop) == \
         (30, 60, 300, 30, 0)
     assert row.seconds_observed == 420 and row.samples == 3
@@ -89,7 +94,7 @@ def test_time_is_clipped_to_the_period_and_long_silences_are_unobserved(frame):
 def test_trend_of_a_growing_lag(frame):
     growing = [sample(m, partition=1, lag=100 * m, lag_seconds=float(m * 60)) for m in range(120)]
     steady = [sample(m, partition=2, lag=500 + (m % 2), lag_seconds=5.0) for m in range(120)]
-    rows = {r.partition: r for r in partition_report(frame(growing + steady), PERIOD).collect()}
+    rows = {r.partition: r for r in report(frame(growing + steady)).collect()}
     assert rows[1].lag_trend_per_hour == pytest.approx(6000) and rows[1].lag_trend_r2 == pytest.approx(1)
     assert rows[1].lag_seconds_trend_per_hour == pytest.approx(3600)
     assert rows[1].lag_growing and not rows[2].lag_growing
@@ -99,5 +104,5 @@ def test_worst_partitions_rank_unhealthy_time_first(frame):
     rows = lagging_30_minutes()
     rows += [sample(m, group="search", status="ERR" if m < 10 else "OK", lag_seconds=500.0) for m in range(120)]
     rows += [sample(m, group="audit", lag_seconds=900.0) for m in range(120)]
-    worst = worst_partitions(partition_report(frame(rows), PERIOD), 2).collect()
+    worst = worst_partitions(report(frame(rows)), 2).collect()
     assert [(w.rank, w.group, w.unhealthy_seconds) for w in worst] == [(1, "billing", 1800), (2, "search", 600)]

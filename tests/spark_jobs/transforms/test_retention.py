@@ -89,7 +89,7 @@ def test_a_topic_holding_3_days_with_1_day_retention_is_flagged(inputs):
 
 def test_topics_roll_up_replicas_compaction_and_the_slowest_consumer(inputs):
     topics = {r.topic: r for r in topic_report(inputs["replicas"], inputs["topics"],
-                                               compaction(inputs["records"], inputs["raw_replicas"]),
+                                               compaction(inputs["records"], inputs["topics"], inputs["raw_replicas"]),
                                                slowest_consumers(inputs["lag"])).collect()}
     clicks = topics["clicks"]
     assert (clicks.partitions, clicks.replicas, clicks.size_bytes) == (1, 2, 6 * GB)

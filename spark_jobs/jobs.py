@@ -6,6 +6,7 @@ arguments (argparse).
 """
 
 import argparse
+import re
 import shutil
 import sys
 import time
@@ -81,11 +82,20 @@ def run_report(report: str, args: argparse.Namespace, steps: list[str], as_of: d
     master = args.master or spark_master()
     period_fields = {"period_start": period[0].isoformat(), "period_end": period[1].isoformat()} if period else {}
     reporter.emit("started", master=master, **period_fields)
-    spark = None
+    spark = owned = None
     try:
-        from spark_jobs.session import create_session
+        from pyspark.sql import SparkSession
 
-        spark = create_session(f"strom-{report}-report", dict(args.conf), master)
+        from spark_jobs.session import create_session
+        from spark_jobs.source import register
+
+        # a process that already has a session (a test, a notebook) keeps it: the job neither configures
+        # nor stops it
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            spark = owned = create_session(f"strom-{report}-report", dict(args.conf), master)
+        else:
+            register(spark)
         run = ReportRun(report, run_id, report_date, ReportLayout(args.output, report), reporter, spark)
         body(run)
         rows = run.step(CSV_STEP, lambda: _write_csv_files(run))
@@ -102,8 +112,8 @@ def run_report(report: str, args: argparse.Namespace, steps: list[str], as_of: d
         print(f"error: {message}", file=sys.stderr)
         return 1
     finally:
-        if spark is not None:
-            spark.stop()
+        if owned is not None:
+            owned.stop()
 
 
 def fail_before_start(report: str, args: argparse.Namespace, message: str) -> int:
@@ -126,10 +136,11 @@ def _write_csv_files(run: ReportRun) -> dict[str, int]:
 
 def _one_line(exc: Exception) -> str:
     text = str(exc).strip() or type(exc).__name__
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     # Spark wraps Python data source errors: the cause is the last line of the embedded traceback
     if "PYTHON_DATA_SOURCE_ERROR" in text or "Traceback" in text:
-        return lines[-2 if lines[-1].startswith("SQLSTATE") and len(lines) > 1 else -1].strip()
+        cause = lines[-2 if lines[-1].startswith("SQLSTATE") and len(lines) > 1 else -1]
+        return re.sub(r"^[\w.]*(Error|Exception): ", "", cause)
     return lines[0]
 
 

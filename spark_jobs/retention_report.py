@@ -126,7 +126,7 @@ def lag_statistics(run: ReportRun, args: argparse.Namespace, snapshot: Snapshot,
         run.reporter.emit("warning", message=f"no lag samples topic {args.lag_topic!r}: consumers at risk and "
                                              "slowest consumers are not evaluated (is the lag monitor running?)")
         return None
-    end = snapshot.taken_at_ms
+    end = snapshot.taken_at_ms + 1  # samples up to and including the snapshot's time
     period = Period(start_ms=end - int(args.lag_hours * MS_PER_HOUR), end_ms=end, max_gap_ms=300_000)
     samples = load_samples(run.spark, period, args.lag_samples, args.bootstrap_servers, args.lag_topic)
     return partition_report(held_intervals(samples, period, PARTITION_KEYS), period)

@@ -19,6 +19,7 @@ from spark_jobs.results import ReportLayout, list_runs, read_table
 from tests.support.broker import REPO_ROOT, standalone_broker
 from tests.support.lag_samples import LAG_SAMPLES_TOPIC, lag_sample, produce_samples
 from tests.support.polling import wait_until
+from tests.support.spark_cluster import spark_standalone
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -61,6 +62,7 @@ def broker(tmp_path_factory):
         create_topics(admin, (LAG_SAMPLES_TOPIC, 3, {}), ("clicks", 1, {"retention.ms": str(DAY)}),
                       ("orders", 1, {}), ("users", 1, {"cleanup.policy": "compact"}))
         produce_samples(running.bootstrap, lagging_30_minutes() + laggard_last_6_hours())
+        produce_retention_data(running)
         yield running
 
 
@@ -68,15 +70,26 @@ def events(stdout: str) -> list[dict]:
     return [json.loads(line) for line in stdout.splitlines()]
 
 
-def test_lag_report_command_line(broker, tmp_path):
-    """The job as the control plane runs it: a subprocess with its own Spark, JSON progress on stdout."""
-    command = [sys.executable, "-m", "spark_jobs.lag_report", "--bootstrap-servers", broker.bootstrap,
-               "--end", "2026-05-04T12:00:00Z", "--period-hours", "2", "--output", str(tmp_path / "reports"),
-               "--progress-file", str(tmp_path / "progress.jsonl"), "--conf", "spark.sql.shuffle.partitions=2"]
-    env = {**os.environ, "STROM_SPARK_MASTER": "local[2]"}
+def run_job(module: str, arguments: list[str], master: str) -> list[dict]:
+    """Run `python -m spark_jobs.<module>` as the control plane will; its events, once it succeeded."""
+    env = {**os.environ, "STROM_SPARK_MASTER": master}
+    command = [sys.executable, "-m", f"spark_jobs.{module}", *arguments, "--conf", "spark.sql.shuffle.partitions=2"]
     done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=480)
     assert done.returncode == 0, done.stderr[-3000:]
-    seen = events(done.stdout)
+    return events(done.stdout)
+
+
+def lag_arguments(broker, output: Path) -> list[str]:
+    return ["--bootstrap-servers", broker.bootstrap, "--end", "2026-05-04T12:00:00Z", "--period-hours", "2",
+            "--output", str(output)]
+
+
+def test_lag_report(spark, broker, tmp_path, capsys):
+    """The job's whole run in this process (the subprocess form runs in the standalone-cluster test)."""
+    status = lag_report.main([*lag_arguments(broker, tmp_path / "reports"), "--progress-file",
+                              str(tmp_path / "progress.jsonl")])
+    assert status == 0
+    seen = events(capsys.readouterr().out)
     assert seen == events((tmp_path / "progress.jsonl").read_text())
     assert seen[0]["event"] == "started" and seen[0]["period_start"] == "2026-05-04T10:00:00+00:00"
     fractions = [event["fraction"] for event in seen if event["event"] == "progress"]
@@ -141,9 +154,11 @@ def snapshot_of(broker, taken_at_ms: int) -> dict:
                           "usable_bytes": disk.free}]}
 
 
-def test_retention_report(spark, broker, tmp_path):
+def produce_retention_data(broker) -> None:
+    """clicks: 3 days of data under retention.ms = 1 day (all in the active segment, which the broker never
+    deletes); orders: 2 days under 7; users (compacted): a key written three times and a tombstone."""
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
-    for hour in range(72, -1, -1):  # clicks: 3 days of data under retention.ms = 1 day (active segment)
+    for hour in range(72, -1, -1):
         producer.produce("clicks", value=b"c" * 100, timestamp=NOW - hour * HOUR)
     for hour in range(48, -1, -1):
         producer.produce("orders", value=b"o" * 100, timestamp=NOW - hour * HOUR)
@@ -151,17 +166,21 @@ def test_retention_report(spark, broker, tmp_path):
         producer.produce("users", key=key, value=value, timestamp=NOW - HOUR)
     assert producer.flush(30) == 0
 
+
+def retention_arguments(broker, work: Path) -> list[str]:
+    """A snapshot of the broker now and a size history in which clicks-0 grew 1000 bytes a day."""
     snapshot = snapshot_of(broker, NOW)
-    (tmp_path / "snapshot.json").write_text(json.dumps(snapshot))
+    (work / "snapshot.json").write_text(json.dumps(snapshot))
     clicks_size = snapshot["replicas"][0]["size_bytes"]
     history = [{"ts": NOW - days * DAY, "broker": 1, "log_dir": str(broker.log_dir), "topic": "clicks",
                 "partition": 0, "size_bytes": clicks_size - days * 1000} for days in (2, 1)]
-    (tmp_path / "history.jsonl").write_text("".join(json.dumps(row) + "\n" for row in history))
+    (work / "history.jsonl").write_text("".join(json.dumps(row) + "\n" for row in history))
+    return ["--snapshot", str(work / "snapshot.json"), "--size-history", str(work / "history.jsonl"),
+            "--bootstrap-servers", broker.bootstrap, "--edge-records", "5", "--output", str(work / "reports")]
 
-    status = retention_report.main(["--snapshot", str(tmp_path / "snapshot.json"), "--size-history",
-                                    str(tmp_path / "history.jsonl"), "--bootstrap-servers", broker.bootstrap,
-                                    "--edge-records", "5", "--output", str(tmp_path / "reports")])
-    assert status == 0
+
+def test_retention_report(spark, broker, tmp_path):
+    assert retention_report.main(retention_arguments(broker, tmp_path)) == 0
     layout = ReportLayout(tmp_path / "reports", "retention")
     replicas = {row["topic"]: row for row in read_table(layout, "replicas").to_pylist()}
     clicks = replicas["clicks"]
@@ -173,6 +192,7 @@ def test_retention_report(spark, broker, tmp_path):
     assert topics["users"]["tombstones"] == 1 and topics["users"]["superseded_ratio"] == pytest.approx(9 / 15)
     assert topics["clicks"]["slowest_group"] == "laggard" and not topics["clicks"]["retention_shorter_than_lag"]
     [log_dir] = read_table(layout, "log_dirs").to_pylist()
+    snapshot = json.loads((tmp_path / "snapshot.json").read_text())
     assert log_dir["days_until_full"] == pytest.approx(snapshot["log_dirs"][0]["usable_bytes"] / 1000)
     [at_risk] = read_table(layout, "consumers_at_risk").to_pylist()
     last = laggard_last_6_hours()[-1]["lag_seconds"]
@@ -187,3 +207,24 @@ def test_a_bad_snapshot_is_refused(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert status == 1 and "topic 'clicks' configs: 'retention.ms' is required" in err
     assert events(out)[-1]["event"] == "failed"
+
+
+@pytest.mark.slow
+def test_both_reports_on_a_spark_standalone_cluster(broker, tmp_path):
+    """STROM_SPARK_MASTER=spark://…: the same jobs run their tasks (the strom source's reads included) on a
+    real master and worker; the executors import the spark_jobs zip the driver ships."""
+    with spark_standalone(tmp_path / "spark") as cluster:
+        lag = run_job("lag_report", lag_arguments(broker, tmp_path / "reports"), cluster.master_url)
+        assert [event["event"] for event in lag][::len(lag) - 1] == ["started", "finished"]
+        (tmp_path / "retention").mkdir()
+        retention = run_job("retention_report", retention_arguments(broker, tmp_path / "retention"),
+                            cluster.master_url)
+        apps = cluster.state()["completedapps"]
+    assert lag[0]["master"] == retention[0]["master"] == cluster.master_url
+    assert sorted(app["name"] for app in apps) == ["strom-lag-report", "strom-retention-report"]
+    assert lag[-1]["rows"]["breaches"] == 1
+    partitions = read_table(ReportLayout(tmp_path / "reports", "lag"), "partitions").to_pylist()
+    billing = next(row for row in partitions if row["group"] == "billing")
+    assert billing["seconds_warn"] + billing["seconds_err"] == 1800
+    replicas = read_table(ReportLayout(tmp_path / "retention" / "reports", "retention"), "replicas").to_pylist()
+    assert next(row for row in replicas if row["topic"] == "clicks")["kept_longer_than_retention"]

@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint bench bench-storage clean
+.PHONY: run test setup lint bench bench-storage bench-spark clean
 
 # Reinstall only when the pins or the packaging change.
 $(STAMP): requirements.txt pyproject.toml
@@ -35,6 +35,9 @@ lint: $(STAMP)
 # Benchmarks print ratios against peers measured in the same run (never timed unit tests).
 bench-storage: $(STAMP)
 	$(BIN)/python -m bench.storage
+
+bench-spark: $(STAMP)
+	$(BIN)/python -m bench.spark
 
 bench: $(STAMP)
 	@scripts/ensure_system_packages.sh test

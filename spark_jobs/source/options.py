@@ -153,14 +153,6 @@ def client_config(opts: Mapping[str, str]) -> dict[str, str]:
     return client
 
 
-def offsets_json(offsets: Mapping[TopicPartition, int]) -> str:
-    """Spark's JSON form of per-partition offsets: `{"topic": {"0": 42}}`."""
-    nested: dict[str, dict[str, int]] = {}
-    for (topic, partition), offset in sorted(offsets.items()):
-        nested.setdefault(topic, {})[str(partition)] = offset
-    return json.dumps(nested)
-
-
 def _topic_selection(opts: Mapping[str, str]) -> TopicSelection:
     given = [key for key in ("subscribe", "subscribepattern", "assign") if opts.get(key, "").strip()]
     if len(given) != 1:

@@ -233,3 +233,20 @@ def test_the_stream_resumes_from_its_checkpoint(spark, broker, admin, tmp_path):
     assert sum(second) == 100  # only what arrived since the checkpoint
     rows = spark.read.parquet(str(sink)).collect()
     assert len(rows) == 400 and len({(r.partition, r.offset) for r in rows}) == 400
+
+
+def test_a_stream_written_to_a_topic(spark, broker, admin, tmp_path):
+    create_topic(admin, "mirror-in", partitions=2)
+    create_topic(admin, "mirror-out", partitions=2)
+    produce(broker, "mirror-in", [{"key": b"k%d" % i, "value": b"v%d" % i, "partition": i % 2} for i in range(200)])
+    query = (spark.readStream.format("strom").option("kafka.bootstrap.servers", broker.bootstrap)
+             .option("subscribe", "mirror-in").option("startingOffsets", "earliest").load()
+             .select("key", "value", "partition")
+             .writeStream.format("strom").option("kafka.bootstrap.servers", broker.bootstrap)
+             .option("topic", "mirror-out").option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    assert query.exception() is None
+    copied = consume_all(broker, "mirror-out", partitions=2)
+    assert sorted((p, key, value) for (p, _), (key, value, _, _) in copied.items()) == \
+        sorted((i % 2, b"k%d" % i, b"v%d" % i) for i in range(200))

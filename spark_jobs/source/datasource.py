@@ -31,6 +31,7 @@ from spark_jobs.source.offsets import (
     OffsetLookupError,
     check_start,
     plan_batch,
+    rate_limit,
     resolve_bound,
     split_ranges,
 )
@@ -162,21 +163,6 @@ class StromStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._lookup
 
 
-def rate_limit(begins: dict[TopicPartition, int], ends: dict[TopicPartition, int],
-               max_rows: int) -> dict[TopicPartition, int]:
-    """Spark's `maxOffsetsPerTrigger` rule: each partition advances by its share of `max_rows`, in
-    proportion to what it has available (floored, or rounded up when below one offset)."""
-    sizes = {tp: ends[tp] - begins[tp] for tp in ends if ends[tp] > begins[tp]}
-    total = sum(sizes.values())
-    if total < 1:
-        return dict(ends)
-    limited = dict(ends)
-    for tp, size in sizes.items():
-        share = max_rows * size / total
-        limited[tp] = min(ends[tp], begins[tp] + (int(share) if share >= 1 else 1))
-    return limited
-
-
 @dataclass(frozen=True)
 class WrittenRecords(WriterCommitMessage):
     """What one write task produced, every record acknowledged."""
@@ -184,7 +170,9 @@ class WrittenRecords(WriterCommitMessage):
     records: int
 
 
-class StromWriter(DataSourceArrowWriter):
+class _ProducingWriter:
+    """One write task: produce its rows (Arrow batches), every record acknowledged before it returns."""
+
     def __init__(self, options):
         self.options = options
 
@@ -192,12 +180,12 @@ class StromWriter(DataSourceArrowWriter):
         return WrittenRecords(produce_batches(self.options, iterator))
 
 
-class StromStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, options):
-        self.options = options
+class StromWriter(_ProducingWriter, DataSourceArrowWriter):
+    """`df.write.format("strom")` (append only)."""
 
-    def write(self, iterator) -> WrittenRecords:
-        return WrittenRecords(produce_batches(self.options, iterator))
+
+class StromStreamWriter(_ProducingWriter, DataSourceStreamArrowWriter):
+    """`df.writeStream.format("strom")`: at least once, like Spark's Kafka sink."""
 
     def commit(self, messages, batchId) -> None:
         """Nothing to do: every record was acknowledged before its task finished (at least once)."""

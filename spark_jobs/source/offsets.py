@@ -50,6 +50,21 @@ def split_ranges(ranges: Mapping[TopicPartition, tuple[int, int]], min_partition
     return pieces
 
 
+def rate_limit(begins: dict[TopicPartition, int], ends: dict[TopicPartition, int],
+               max_rows: int) -> dict[TopicPartition, int]:
+    """Spark's `maxOffsetsPerTrigger` rule: each partition advances by its share of `max_rows`, in
+    proportion to what it has available (floored, or rounded up when below one offset)."""
+    sizes = {tp: ends[tp] - begins[tp] for tp in ends if ends[tp] > begins[tp]}
+    total = sum(sizes.values())
+    if total < 1:
+        return dict(ends)
+    limited = dict(ends)
+    for tp, size in sizes.items():
+        share = max_rows * size / total
+        limited[tp] = min(ends[tp], begins[tp] + (int(share) if share >= 1 else 1))
+    return limited
+
+
 class OffsetLookup:
     """Metadata and offset lookups through one confluent-kafka AdminClient (ListOffsets is batched per
     broker). Lives only in the driver's planner process; never pickled."""

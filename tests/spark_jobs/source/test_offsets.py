@@ -3,8 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_jobs.source.datasource import rate_limit
-from spark_jobs.source.offsets import OffsetRange, split_ranges
+from spark_jobs.source.offsets import OffsetRange, rate_limit, split_ranges
 
 ranges_strategy = st.dictionaries(
     st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 5)),

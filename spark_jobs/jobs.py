@@ -52,7 +52,7 @@ class ReportRun:
     layout: ReportLayout
     reporter: ProgressReporter
     spark: object
-    tables: dict[str, object] = field(default_factory=dict)  # table -> its Spark schema
+    tables: dict[str, object] = field(default_factory=dict)  # table -> its Spark schema (StructType), in order
 
     def step(self, name: str, action: Callable[[], object]) -> object:
         """Run one Spark action as the progress step `name`."""
@@ -102,7 +102,7 @@ def run_report(report: str, args: argparse.Namespace, steps: list[str], as_of: d
         manifest = {"report": report, "run_id": run_id, "report_date": report_date.isoformat(), "tables": rows,
                     "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
                     "finished_at": datetime.now(UTC).isoformat(), "seconds": round(time.time() - started, 3),
-                    "master": master, "parameters": _parameters(args), **period_fields}
+                    "master": spark.sparkContext.master, "parameters": _parameters(args), **period_fields}
         write_manifest(run.layout, manifest)
         reporter.emit("finished", rows=rows, output=str(args.output / report), seconds=manifest["seconds"])
         return 0

@@ -53,14 +53,15 @@ class ProgressReporter:
         poller = threading.Thread(target=self._poll, args=(context, group, step, index, stop), daemon=True)
         poller.start()
         try:
-            return action()
+            result = action()
         except BaseException:
             context.cancelJobGroup(group)
             raise
         finally:
             stop.set()
             poller.join()
-            self._report(context, group, step, index, finished=True)
+        self._report(context, group, step, index, finished=True)
+        return result
 
     def _poll(self, context, group: str, step: str, index: int, stop: threading.Event) -> None:
         while not stop.wait(self.interval_s):

@@ -56,7 +56,8 @@ class ReportLayout:
 
 
 def read_table(layout: ReportLayout, table: str, run_id: str | None = None, columns: list[str] | None = None):
-    """A report table as a pyarrow Table (every run, or one run), with `report_date` (date) and `run_id`."""
+    """A report table as a pyarrow Table (every run, or one run), with `report_date` (date) and `run_id`.
+    Raises FileNotFoundError when no run has written a row of it yet."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 

@@ -29,6 +29,7 @@ from spark_jobs.transforms.lag import (
 )
 
 LAG_SAMPLES_TOPIC = "__strom_lag_samples"
+DEFAULT_MAX_GAP_S = 300.0
 STEPS = ["samples", "partitions", "groups", "breaches", "worst_partitions"]
 
 
@@ -40,7 +41,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--samples", type=Path, help="read samples from these files instead of the topic")
     parser.add_argument("--end", type=parse_time, help="period end, ISO 8601 (default: now, to the minute)")
     parser.add_argument("--period-hours", type=_positive, default=1.0, help="period length (default 1)")
-    parser.add_argument("--max-sample-gap-seconds", type=_positive, default=300.0,
+    parser.add_argument("--max-sample-gap-seconds", type=_positive, default=DEFAULT_MAX_GAP_S,
                         help="longest time one sample stands for; longer silences are unobserved (default 300)")
     parser.add_argument("--worst", type=int, default=20, help="rows of worst_partitions (default 20)")
     add_common_arguments(parser)

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from spark_jobs.jobs import ReportRun, add_common_arguments, fail_before_start, run_report
-from spark_jobs.lag_report import LAG_SAMPLES_TOPIC, load_samples
+from spark_jobs.lag_report import DEFAULT_MAX_GAP_S, LAG_SAMPLES_TOPIC, load_samples
 from spark_jobs.snapshot import Snapshot, SnapshotError, load_snapshot
 from spark_jobs.source.offsets import OffsetLookup
 from spark_jobs.source.schema import kafka_schema
@@ -127,7 +127,8 @@ def lag_statistics(run: ReportRun, args: argparse.Namespace, snapshot: Snapshot,
                                              "slowest consumers are not evaluated (is the lag monitor running?)")
         return None
     end = snapshot.taken_at_ms + 1  # samples up to and including the snapshot's time
-    period = Period(start_ms=end - int(args.lag_hours * MS_PER_HOUR), end_ms=end, max_gap_ms=300_000)
+    period = Period(start_ms=end - int(args.lag_hours * MS_PER_HOUR), end_ms=end,
+                    max_gap_ms=int(DEFAULT_MAX_GAP_S * 1000))
     samples = load_samples(run.spark, period, args.lag_samples, args.bootstrap_servers, args.lag_topic)
     return partition_report(held_intervals(samples, period, PARTITION_KEYS), period)
 

@@ -65,13 +65,13 @@ def parse_samples(records: DataFrame) -> DataFrame:
 
 def held_intervals(samples: DataFrame, period: Period, keys: tuple[str, ...]) -> DataFrame:
     """Each sample of `samples` with `held_from`, `held_until` (ms) and `held_ms`: the time it stands for
-    within the period (0 for one whose time ended before it). Duplicate samples (same keys and ts) count once."""
+    within the period (0 for one whose time ended before it, and for all but one of samples sharing keys
+    and ts)."""
     window = Window.partitionBy(*keys).orderBy("ts")
     end = F.lit(period.end_ms)
     until = F.least(F.coalesce(F.lead("ts").over(window), end), F.col("ts") + period.max_gap_ms, end)
     return (samples
             .where((F.col("ts") >= period.start_ms - period.max_gap_ms) & (F.col("ts") < period.end_ms))
-            .dropDuplicates([*keys, "ts"])
             .withColumn("held_until", until)
             .withColumn("held_from", F.greatest(F.col("ts"), F.lit(period.start_ms)))
             .withColumn("held_ms", F.greatest(F.col("held_until") - F.col("held_from"), F.lit(0))))
@@ -147,7 +147,8 @@ def partition_report(held: DataFrame, period: Period) -> DataFrame:
 def group_report(samples: DataFrame, partitions: DataFrame, period: Period) -> DataFrame:
     """One row per group: seconds in each Burrow group status (from `group_status`, one per evaluation
     round), its worst status in the period, and its partitions' totals from `partition_report`."""
-    rounds = samples.select(*GROUP_KEYS, "ts", "group_status").where(F.col("group_status").isin(*GROUP_STATUSES))
+    rounds = (samples.select(*GROUP_KEYS, "ts", "group_status").where(F.col("group_status").isin(*GROUP_STATUSES))
+              .dropDuplicates([*GROUP_KEYS, "ts"]))  # every partition's sample of a round repeats it
     durations = _seconds_by_status(held_intervals(rounds, period, GROUP_KEYS), GROUP_KEYS, "group_status",
                                    GROUP_STATUSES)
     worst = F.lit(None).cast("string")

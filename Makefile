@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard clean
+.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark clean
 
 # Reinstall only when the pins or the packaging change.
 $(STAMP): requirements.txt pyproject.toml
@@ -39,6 +39,9 @@ bench-storage: $(STAMP)
 # The lag monitor under 2,000 groups x 20,000 partitions committing every 5 s (BENCH_LAG_* to scale).
 bench-lag: $(STAMP)
 	$(BIN)/python -m bench.lag
+
+bench-spark: $(STAMP)
+	$(BIN)/python -m bench.spark
 
 bench: $(STAMP)
 	@scripts/ensure_system_packages.sh test

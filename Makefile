@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint bench bench-storage bench-lag clean
+.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark clean
 
 # Reinstall only when the pins or the packaging change.
 $(STAMP): requirements.txt pyproject.toml
@@ -40,9 +40,21 @@ bench-storage: $(STAMP)
 bench-lag: $(STAMP)
 	$(BIN)/python -m bench.lag
 
+bench-spark: $(STAMP)
+	$(BIN)/python -m bench.spark
+
 bench: $(STAMP)
 	@scripts/ensure_system_packages.sh test
 	$(BIN)/python -m bench.clients
+	$(BIN)/python -m bench.metrics_cost
+	$(BIN)/python -m bench.dashboard
+
+bench-metrics: $(STAMP)
+	$(BIN)/python -m bench.metrics_cost
+
+bench-dashboard: $(STAMP)
+	@scripts/ensure_system_packages.sh test
+	$(BIN)/python -m bench.dashboard
 
 clean:
 	rm -rf $(VENV) var *.egg-info

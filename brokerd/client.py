@@ -1,6 +1,7 @@
 """`BrokerClient`: the client side of the Kafka protocol over one TCP connection — framing, correlation ids,
 timeouts — for the requests a broker sends itself (the replica fetcher's OffsetForLeaderEpoch, Fetch and
-ListOffsets) and for anything else that needs a plain Kafka connection (tests, tools).
+ListOffsets, the metrics publisher's Produce) and for anything else that needs a plain Kafka connection
+(tests, tools).
 
 One request at a time (a lock serialises callers; the fetcher never has two in flight), any version kio
 knows (request header v1, or v2 for flexible versions; see `brokerd.protocol.messages`). The connection

@@ -51,6 +51,34 @@ class GroupSettings:
     """`offsets.load.buffer.size`: bytes read per step while loading a `__consumer_offsets` partition."""
 
 
+@dataclass(frozen=True, slots=True)
+class MetricsSettings:
+    """The broker's metrics keys (`strom.metrics.*`; durations in ms)."""
+
+    enable: bool = True
+    """`strom.metrics.enable`: false counts nothing and serves and publishes nothing (to measure what metrics
+    cost; the console's history and Prometheus then have no data from this broker)."""
+    port: int | None = None
+    """`strom.metrics.port`: serve Prometheus `/metrics` on this TCP port (0: any free port); None: no endpoint."""
+    host: str = ""
+    """`strom.metrics.host`: the address `/metrics` binds; "" = the host of the first listener."""
+    sample_interval_ms: int = 10_000
+    """`strom.metrics.sample.interval.ms`: how often a sample is published to `__strom_metrics`."""
+    full_sample_interval_ms: int = 3_600_000
+    """`strom.metrics.full.sample.interval.ms`: every topic is published at least this often; in between only
+    topics whose counters or log sizes changed."""
+    topic_enable: bool = True
+    """`strom.metrics.topic.enable`: publish samples to `__strom_metrics` at all."""
+    topic_partitions: int = 3
+    """`strom.metrics.topic.num.partitions`, used when the broker creates `__strom_metrics`."""
+    topic_replication_factor: int = 3
+    """`strom.metrics.topic.replication.factor` (standalone: 1); the topic is created once this many brokers are
+    alive, so samples are not published before."""
+    topic_retention_ms: int = 3 * 86_400_000
+    """`strom.metrics.topic.retention.ms`: how long samples stay; the control plane may be down this long
+    without losing history."""
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
     node_id: int
@@ -70,6 +98,7 @@ class BrokerConfig:
     """`strom.cluster.secret` or $STROM_CLUSTER_SECRET: the bearer token of the internal API."""
     rack: str | None = None
     groups: GroupSettings = field(default_factory=GroupSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
     properties: Mapping[str, str] = field(default_factory=dict)
     """Every key as given, for consumers of other keys (topic defaults, later issues)."""
 
@@ -158,6 +187,28 @@ def group_settings(properties: Mapping[str, str], standalone: bool) -> GroupSett
     return settings
 
 
+def metrics_settings(properties: Mapping[str, str], standalone: bool) -> MetricsSettings:
+    """The `strom.metrics.*` keys of `properties`; the topic's replication factor defaults to 1 standalone."""
+    defaults = MetricsSettings()
+    port = None if properties.get("strom.metrics.port", "").strip() in ("", "-1") else \
+        _int(properties, "strom.metrics.port", 0)
+    if port is not None and port > 65535:
+        raise ConfigError(f"strom.metrics.port: {port} is not a TCP port")
+    return MetricsSettings(
+        enable=_bool(properties, "strom.metrics.enable", defaults.enable),
+        port=port,
+        host=properties.get("strom.metrics.host", defaults.host).strip(),
+        sample_interval_ms=_int(properties, "strom.metrics.sample.interval.ms", defaults.sample_interval_ms, 100),
+        full_sample_interval_ms=_int(properties, "strom.metrics.full.sample.interval.ms",
+                                     defaults.full_sample_interval_ms, 100),
+        topic_enable=_bool(properties, "strom.metrics.topic.enable", defaults.topic_enable),
+        topic_partitions=_int(properties, "strom.metrics.topic.num.partitions", defaults.topic_partitions, 1),
+        topic_replication_factor=_int(properties, "strom.metrics.topic.replication.factor",
+                                      1 if standalone else defaults.topic_replication_factor, 1),
+        topic_retention_ms=_int(properties, "strom.metrics.topic.retention.ms", defaults.topic_retention_ms, 1),
+    )
+
+
 def build_config(properties: Mapping[str, str], environ: Mapping[str, str] | None = None) -> BrokerConfig:
     """Validate `properties` (Kafka key names) into a BrokerConfig. Raises ConfigError."""
     environ = os.environ if environ is None else environ
@@ -201,5 +252,6 @@ def build_config(properties: Mapping[str, str], environ: Mapping[str, str] | Non
         cluster_secret=secret if url is not None else None,
         rack=properties.get("broker.rack") or None,
         groups=group_settings(properties, standalone=url is None),
+        metrics=metrics_settings(properties, standalone=url is None),
         properties=dict(properties),
     )

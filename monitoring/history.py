@@ -1,6 +1,5 @@
 """Lag history kept by Strom itself: every evaluation round appends one sample per (group, topic,
-partition) to the internal topic `__strom_lag_samples` (format agreed in team/CONTRACTS.md; read in bulk
-by the Spark lag report).
+partition) to the internal topic `__strom_lag_samples` (read in bulk by the Spark lag report).
 
 Record key: the group id (UTF-8), so a group's samples stay in one partition in time order. Value: one
 compact JSON object with `ts` (ms), `cluster`, `group`, `topic`, `partition`, `committed_offset` (null

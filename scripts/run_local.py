@@ -1,13 +1,15 @@
 """`make run`: start a local Strom on 127.0.0.1 and stop every process it started on Ctrl-C.
 
 Starts Redis (unless one already answers on STROM_REDIS_PORT), the web console with the dashboard and the
-brokers' internal API (gunicorn), the controller, the Celery worker and beat, and a 3-broker cluster. Each
+brokers' internal API (gunicorn), the controller, the Celery worker and beat, the metrics rollup consumer, and
+a 3-broker cluster whose brokers serve Prometheus /metrics. Each
 child runs in its own session so that stopping it (SIGTERM, then SIGKILL after a grace period) also stops its
 own children. Logs go to
 $STROM_VAR_DIR/log/<name>.log. If any child dies, everything is stopped and the exit status is 1.
 
 Environment: STROM_VAR_DIR (var/), STROM_HTTP_PORT (8000), STROM_REDIS_PORT (6390),
-STROM_BROKER_PORT (9092: brokers 1-3 listen on it and the next two ports), STROM_CLUSTER_SECRET (default:
+STROM_BROKER_PORT (9092: brokers 1-3 listen on it and the next two ports), STROM_METRICS_PORT (9404: brokers
+1-3 serve /metrics on it and the next two ports), STROM_CLUSTER_SECRET (default:
 the one the control plane generated into $STROM_VAR_DIR/cluster_secret).
 """
 
@@ -28,6 +30,7 @@ VAR = Path(os.environ.get("STROM_VAR_DIR", ROOT / "var")).resolve()
 HTTP_PORT = int(os.environ.get("STROM_HTTP_PORT", "8000"))
 REDIS_PORT = int(os.environ.get("STROM_REDIS_PORT", "6390"))
 BROKER_PORT = int(os.environ.get("STROM_BROKER_PORT", "9092"))
+METRICS_PORT = int(os.environ.get("STROM_METRICS_PORT", "9404"))
 BROKERS = 3
 # Brokers hold a metadata long poll and a session request open and heartbeat every 250 ms: gthread workers
 # with enough threads keep heartbeats from queueing behind the held requests.
@@ -82,13 +85,15 @@ def children() -> list[Child]:
         Child("worker", [str(BIN / "celery"), "-A", "controlplane", "worker", "-l", "info", "-c", "2",
                          "--without-gossip", "--without-mingle"]),
         Child("beat", [str(BIN / "celery"), "-A", "controlplane", "beat", "-l", "info", "--pidfile="]),
+        Child("metrics", [*manage, "consume_metrics"]),
     ]
     for broker_id in range(1, BROKERS + 1):
         result.append(Child(f"broker-{broker_id}", [
             sys.executable, "-m", "brokerd", "--broker-id", str(broker_id),
             "--controlplane", f"http://127.0.0.1:{HTTP_PORT}",
             "--listeners", f"PLAINTEXT://127.0.0.1:{BROKER_PORT + broker_id - 1}",
-            "--log-dirs", str(VAR / "brokers" / str(broker_id))]))
+            "--log-dirs", str(VAR / "brokers" / str(broker_id)),
+            "--override", f"strom.metrics.port={METRICS_PORT + broker_id - 1}"]))
     return result
 
 
@@ -162,6 +167,7 @@ def main() -> int:
               f"  REST API   http://127.0.0.1:{HTTP_PORT}/api/   (docs: /api/docs/, schema: /api/schema/)\n"
               f"  admin      http://127.0.0.1:{HTTP_PORT}/admin/")
         print(f"  brokers    {','.join(f'127.0.0.1:{BROKER_PORT + i}' for i in range(BROKERS))}")
+        print(f"  metrics    {', '.join(f'http://127.0.0.1:{METRICS_PORT + i}/metrics' for i in range(BROKERS))}")
         print("Press Ctrl-C to stop everything.", flush=True)
         while True:
             for child in running:

@@ -10,6 +10,8 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 from werkzeug.serving import make_server
 
+from controlplane.access.actions import Role
+from controlplane.access.roles import set_role
 from controlplane.cluster.models import Broker, BrokerState
 from controlplane.topics.models import NO_LEADER, Partition, Topic
 
@@ -20,6 +22,13 @@ CHROMIUM = "/usr/bin/chromium"
 # Without these, Chromium keeps trying to reach Google's hosts, which this machine's closed network refuses.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
                  "--disable-background-networking", "--disable-component-update"]
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Django's PBKDF2 (a million rounds, about a second per hash on a loaded 2-core machine) would dominate the
+    tests that create users; what they test does not depend on the hash."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -74,9 +83,23 @@ def page(chromium):
 
 
 
+def user_with_role(username: str, role: Role | None):
+    """A user (password PASSWORD) holding `role` (None: no role)."""
+    created = get_user_model().objects.create_user(username, password=PASSWORD)
+    set_role(created, role)
+    return created
+
+
 @pytest.fixture
 def user(db):
-    return get_user_model().objects.create_user("operator", password=PASSWORD)
+    """The user most tests act as: 'operator', with the operator role."""
+    return user_with_role("operator", Role.OPERATOR)
+
+
+@pytest.fixture
+def local_superuser(db, settings):
+    """The superuser `manage.py ensure_admin` creates, which management commands act as by default."""
+    return get_user_model().objects.create_superuser(settings.STROM_ADMIN_USER, password=PASSWORD)
 
 
 @pytest.fixture

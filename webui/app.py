@@ -1,67 +1,89 @@
-"""The dashboard app: a cluster page refreshed by a dcc.Interval."""
+"""The dashboard app: Dash pages (one module per page in `pages/`) inside a shell with the console's navigation
+and session bar, refreshed by one dcc.Interval whose ticks update only the pages' figures.
 
-from dash import Dash, Input, Output, dcc, html
+The shell knows nothing about individual pages: the dashboard's sub-navigation comes from Dash's page
+registry. The viewer's time zone is read in the browser (a clientside callback) so charts show local time.
+`use_async=False`: callbacks call the control plane's synchronous ORM through the injected data source.
+`eager_loading`: plotly.js and the other async components load with the page under fingerprinted URLs, so a
+browser caches them for good instead of fetching and parsing plotly.js again on every visit.
+"""
+
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import dash
+import flask
+from dash import ALL, Dash, Input, Output, State, dcc, html
 
 from . import ids
+from .actions import DashboardActions
 from .data import DashboardDataSource
-from .figures import broker_load_figure, health_history_figure
-
-HEALTH_POINTS = 120
-_TILES = (
-    ("brokers running", ids.BROKERS_RUNNING),
-    ("topics", ids.TOPICS),
-    ("partitions", ids.PARTITIONS),
-    ("under-replicated", ids.UNDER_REPLICATED),
-    ("offline partitions", ids.OFFLINE),
-)
-_STYLE = {
-    "page": {"fontFamily": "system-ui, sans-serif", "maxWidth": "1200px", "margin": "0 auto",
-             "padding": "1rem 1.5rem", "color": "#1d2330"},
-    "tiles": {"display": "grid", "gridTemplateColumns": "repeat(5, 1fr)", "gap": "1rem"},
-    "tile": {"border": "1px solid #e3e6eb", "borderRadius": "10px", "padding": ".8rem 1rem",
-             "background": "#fff"},
-    "figure": {"fontSize": "1.6rem", "fontWeight": 650},
-    "label": {"color": "#667085", "fontSize": ".85rem"},
-}
+from .source import inject
 
 
-def create_app(data_source: DashboardDataSource, *, requests_pathname_prefix: str = "/dashboard/",
-               refresh_ms: int = 5000) -> Dash:
-    """Build the Dash app. `use_async=False`: callbacks call the control plane's synchronous ORM."""
-    app = Dash(__name__, requests_pathname_prefix=requests_pathname_prefix, routes_pathname_prefix="/",
-               use_async=False, title="Strom dashboard", update_title=None)
-    app.layout = html.Div(style=_STYLE["page"], children=[
-        html.Div(style={"display": "flex", "justifyContent": "space-between", "alignItems": "baseline"},
-                 children=[html.H1("Cluster dashboard", style={"fontSize": "1.5rem"}),
-                           html.A("← console", href="/")]),
-        html.Div(style=_STYLE["tiles"], children=[
-            html.Div(style=_STYLE["tile"], children=[
-                html.Div("…", id=tile_id, style=_STYLE["figure"]), html.Div(label, style=_STYLE["label"])])
-            for label, tile_id in _TILES
-        ]),
-        dcc.Graph(id=ids.BROKER_LOAD),
-        dcc.Graph(id=ids.HEALTH_HISTORY),
-        html.Div(id=ids.REFRESHED, style=_STYLE["label"]),
+@dataclass(frozen=True)
+class Shell:
+    """What the host tells the shell: its navigation (label, URL), where the dashboard lives, session links.
+
+    The signed-in user's name and a CSRF token for the logout form come per request in the WSGI environ
+    (`strom.user`, `strom.csrf_token`), set by the host's login middleware."""
+
+    navigation: tuple[tuple[str, str], ...] = ()
+    dashboard_url: str = "/dashboard/"
+    home_url: str = "/"
+    session_links: tuple[tuple[str, str], ...] = ()
+    logout_url: str = ""
+    stylesheets: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _header(shell: Shell) -> html.Header:
+    environ = flask.request.environ if flask.has_request_context() else {}
+    session: list = [html.Span(environ.get("strom.user", ""))]
+    session += [html.A(label, href=url) for label, url in shell.session_links]
+    if shell.logout_url:
+        session.append(html.Form(method="post", action=shell.logout_url, children=[
+            dcc.Input(type="hidden", name="csrfmiddlewaretoken", value=environ.get("strom.csrf_token", "")),
+            html.Button("Log out", type="submit")]))
+    return html.Header(className="topbar", children=[
+        html.A("Strom", className="brand", href=shell.home_url),
+        html.Nav(className="nav", **{"aria-label": "Main"}, children=[
+            html.A(label, href=url, className="current" if url == shell.dashboard_url else "")
+            for label, url in shell.navigation]),
+        html.Div(className="session", children=session),
+    ])
+
+
+def _layout(shell: Shell, refresh_ms: int) -> html.Div:
+    subnav = html.Nav(className="subnav", **{"aria-label": "Dashboard"}, children=[
+        dcc.Link(page["name"], href=page["relative_path"], id={"type": "subnav", "index": page["module"]})
+        for page in sorted(dash.page_registry.values(), key=lambda p: p["order"])])
+    return html.Div([
+        _header(shell),
+        html.Main(className="content", children=[subnav, dash.page_container]),
+        dcc.Store(id=ids.TIMEZONE),
         dcc.Interval(id=ids.INTERVAL, interval=refresh_ms, n_intervals=0),
     ])
 
-    @app.callback(
-        [Output(tile_id, "children") for _, tile_id in _TILES]
-        + [Output(ids.BROKER_LOAD, "figure"), Output(ids.HEALTH_HISTORY, "figure"),
-           Output(ids.REFRESHED, "children")],
-        Input(ids.INTERVAL, "n_intervals"),
-    )
-    def refresh(n_intervals: int):
-        summary = data_source.cluster_summary()
-        return (
-            f"{summary.brokers_running} / {summary.brokers_total}",
-            str(summary.topics),
-            str(summary.partitions),
-            str(summary.under_replicated_partitions),
-            str(summary.offline_partitions),
-            broker_load_figure(data_source.broker_load()),
-            health_history_figure(data_source.health_history(HEALTH_POINTS)),
-            f"refresh #{n_intervals} · controller epoch {summary.controller_epoch}",
-        )
 
+def create_app(data_source: DashboardDataSource, actions: DashboardActions, *,
+               requests_pathname_prefix: str = "/dashboard/", refresh_ms: int = 10_000,
+               shell: Shell | None = None) -> Dash:
+    """Build the Dash app over `data_source`, its mutations going through `actions` (see `source`: one app per
+    process). Page layouts are built per request, so an action's button reflects the user's role."""
+    inject(data_source, actions)
+    shell = shell or Shell(dashboard_url=requests_pathname_prefix)
+    app = Dash(__name__, use_pages=True, pages_folder=str(Path(__file__).with_name("pages")),
+               requests_pathname_prefix=requests_pathname_prefix, routes_pathname_prefix="/", use_async=False,
+               title="Strom dashboard", update_title=None, external_stylesheets=list(shell.stylesheets),
+               suppress_callback_exceptions=True, eager_loading=True)
+    app.layout = partial(_layout, shell, refresh_ms)
+    app.clientside_callback(  # once: a page change must not re-run every callback that reads the zone
+        "function(_, zone) { return zone ? window.dash_clientside.no_update"
+        " : (Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'); }",
+        Output(ids.TIMEZONE, "data"), Input(ids.PAGES_LOCATION, "pathname"), State(ids.TIMEZONE, "data"))
+    app.clientside_callback(
+        "function(path, hrefs) { return hrefs.map(h => h === path ? 'current' : ''); }",
+        Output({"type": "subnav", "index": ALL}, "className"), Input(ids.PAGES_LOCATION, "pathname"),
+        State({"type": "subnav", "index": ALL}, "href"))
     return app

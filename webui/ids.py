@@ -1,11 +1,11 @@
-"""Component ids of the dashboard, namespaced so pages added later cannot collide."""
+"""Component ids of the dashboard: the shell's, and per page a prefix so pages cannot collide."""
 
-BROKERS_RUNNING = "cluster-brokers-running"
-TOPICS = "cluster-topics"
-PARTITIONS = "cluster-partitions"
-UNDER_REPLICATED = "cluster-under-replicated"
-OFFLINE = "cluster-offline"
-BROKER_LOAD = "cluster-broker-load"
-HEALTH_HISTORY = "cluster-health-history"
-REFRESHED = "cluster-refreshed"
-INTERVAL = "cluster-interval"
+# shell
+INTERVAL = "shell-interval"
+TIMEZONE = "shell-timezone"
+PAGES_LOCATION = "_pages_location"  # Dash pages' own dcc.Location
+
+
+def page(prefix: str):
+    """An id factory for one page: page("lag")("chart") -> "lag-chart"."""
+    return lambda name: f"{prefix}-{name}"

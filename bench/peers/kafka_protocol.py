@@ -30,12 +30,14 @@ def _spawn(name: str, argv: list[str], port: int, env: dict | None = None,
 
 
 @contextlib.contextmanager
-def strom() -> Iterator[RunningPeer]:
+def strom(overrides: dict[str, str] | None = None) -> Iterator[RunningPeer]:
+    """A standalone broker; `overrides` are broker keys (`--override key=value`)."""
     port = free_port()
+    extra = [arg for key, value in (overrides or {}).items() for arg in ("--override", f"{key}={value}")]
     with tempfile.TemporaryDirectory(prefix="bench-strom-") as data, _spawn(
         "strom",
         [sys.executable, "-m", "brokerd", "--standalone", "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
-         "--log-dirs", data, "--log-level", "WARNING"],
+         "--log-dirs", data, "--log-level", "WARNING", *extra],
         port, cwd=REPO_ROOT,
     ) as peer:
         yield peer

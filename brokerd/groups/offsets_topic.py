@@ -9,17 +9,14 @@ The coordinator of a group is the leader of partition `partition_for(group, part
 """
 
 import asyncio
-import logging
 
 from brokerd.config import GroupSettings
 from brokerd.groups.errors import CoordinatorNotAvailableError
-from brokerd.metadata.errors import MetadataError
 from brokerd.metadata.image import BrokerEndpoint, NewTopic, TopicMetadata
+from brokerd.metadata.internal_topics import InternalTopicUnavailable, ensure_internal_topic
 from brokerd.metadata.store import MetadataStore
 from kafkaspec.consumer_offsets import partition_for
 from kafkaspec.topic_names import CONSUMER_OFFSETS_TOPIC
-
-log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "producer"}
 """Kafka's `GroupCoordinator.offsetsTopicConfigs`."""
@@ -52,37 +49,10 @@ class OffsetsTopic:
         return broker
 
     async def _ensure_topic(self) -> TopicMetadata:
-        topic = self._metadata.image.topics.get(CONSUMER_OFFSETS_TOPIC)
-        if topic is not None:
-            return topic
         async with self._creating:
-            image = self._metadata.image
-            topic = image.topics.get(CONSUMER_OFFSETS_TOPIC)
-            if topic is not None:
-                return topic
-            replication_factor = self._settings.offsets_topic_replication_factor
-            alive = len(image.live_brokers)
-            if alive < replication_factor:
-                raise CoordinatorNotAvailableError(
-                    f"{alive} alive brokers are fewer than offsets.topic.replication.factor={replication_factor}")
             try:
-                topic = await self._metadata.create_topic(NewTopic(
-                    CONSUMER_OFFSETS_TOPIC, self._settings.offsets_topic_num_partitions, replication_factor,
-                    OFFSETS_TOPIC_CONFIGS))
-            except MetadataError as exc:
-                if exc.kafka_error == "TOPIC_ALREADY_EXISTS":  # another broker created it first
-                    await self._refresh()
-                    topic = self._metadata.image.topics.get(CONSUMER_OFFSETS_TOPIC)
-                    if topic is not None:
-                        return topic
-                log.warning("cannot create %s: %s", CONSUMER_OFFSETS_TOPIC, exc)
-                raise CoordinatorNotAvailableError(f"cannot create {CONSUMER_OFFSETS_TOPIC}: {exc}") from exc
-            log.info("created %s with %d partitions, replication factor %d", CONSUMER_OFFSETS_TOPIC,
-                     len(topic.partitions), replication_factor)
-            return topic
-
-    async def _refresh(self) -> None:
-        try:
-            await self._metadata.refresh()
-        except MetadataError as exc:
-            raise CoordinatorNotAvailableError(f"cannot read the metadata: {exc}") from exc
+                return await ensure_internal_topic(self._metadata, NewTopic(
+                    CONSUMER_OFFSETS_TOPIC, self._settings.offsets_topic_num_partitions,
+                    self._settings.offsets_topic_replication_factor, OFFSETS_TOPIC_CONFIGS))
+            except InternalTopicUnavailable as exc:
+                raise CoordinatorNotAvailableError(str(exc)) from exc

@@ -38,7 +38,7 @@ from brokerd.metadata.image import (
     PartitionAssignment,
     TopicMetadata,
 )
-from brokerd.metadata.store import ImageListener
+from brokerd.metadata.store import AdminOrigin, ImageListener
 from kafkaspec.listeners import InvalidListenerError, parse_listeners
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,16 @@ SESSION_HOLD_MS = 30_000
 """How long the control plane holds one session request before the broker opens the next."""
 SECRET_ENV = "STROM_CLUSTER_SECRET"
 NO_LEADER = -1
+BROKER_HEADER = "X-Strom-Broker-Id"
+CLIENT_HOST_HEADER = "X-Strom-Client-Host"
+CLIENT_ID_HEADER = "X-Strom-Client-Id"
+"""Who an admin call is for (the control plane's audit log); the client id percent-encoded (UTF-8)."""
+
+
+def origin_headers(origin: AdminOrigin | None) -> dict[str, str]:
+    if origin is None:
+        return {}
+    return {CLIENT_HOST_HEADER: quote(origin.client_host, safe=""), CLIENT_ID_HEADER: quote(origin.client_id, safe="")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +135,8 @@ class ClusterMetadataStore:
 
     def __init__(self, settings: ClusterSettings, client: JsonHttpClient | None = None) -> None:
         self.settings = settings
-        self._client = client or JsonHttpClient(settings.url, {"Authorization": f"Bearer {settings.secret}"})
+        self._client = client or JsonHttpClient(settings.url, {"Authorization": f"Bearer {settings.secret}",
+                                                               BROKER_HEADER: str(settings.broker_id)})
         self._listeners: list[ImageListener] = []
         self._image: ClusterImage | None = None
         self.registration_epoch = -1
@@ -212,10 +223,11 @@ class ClusterMetadataStore:
 
     # --- HTTP ------------------------------------------------------------------------------------------
 
-    async def _call(self, method: str, path: str, body: object = None, timeout_ms: int | None = None) -> object:
+    async def _call(self, method: str, path: str, body: object = None, timeout_ms: int | None = None,
+                    origin: AdminOrigin | None = None) -> object:
         timeout_s = (timeout_ms or self.settings.request_timeout_ms) / 1000
         try:
-            response = await self._client.request(method, API_PREFIX + path, body, timeout_s)
+            response = await self._client.request(method, API_PREFIX + path, body, timeout_s, origin_headers(origin))
         except HttpError as exc:
             raise ControlPlaneUnavailableError(f"control plane unreachable: {exc}") from exc
         if response.status >= 400:
@@ -347,8 +359,9 @@ class ClusterMetadataStore:
         """Re-read the image now (after a refused conditional update)."""
         await self._refresh()
 
-    async def create_topic(self, topic: NewTopic, validate_only: bool = False) -> TopicMetadata:
-        body = await self._call("POST", "/topics", {
+    async def create_topic(self, topic: NewTopic, validate_only: bool = False,
+                           origin: AdminOrigin | None = None) -> TopicMetadata:
+        body = await self._call("POST", "/topics", origin=origin, body={
             "name": topic.name, "num_partitions": topic.num_partitions,
             "replication_factor": topic.replication_factor,
             "assignments": [{"partition": k, "replicas": list(v)} for k, v in sorted(topic.assignments.items())]
@@ -361,20 +374,24 @@ class ClusterMetadataStore:
         created = self.image.topics.get(topic.name)
         return created if created is not None else parse_topic(body)  # type: ignore[arg-type]
 
-    async def delete_topic(self, name: str) -> None:
-        await self._call("DELETE", f"/topics/{quote(name, safe='')}")
+    async def delete_topic(self, name: str, origin: AdminOrigin | None = None) -> None:
+        await self._call("DELETE", f"/topics/{quote(name, safe='')}", origin=origin)
         await self._refresh()
 
     async def create_partitions(self, name: str, total_count: int, validate_only: bool = False,
-                                assignments: list[list[int]] | None = None) -> None:
+                                assignments: list[list[int]] | None = None, origin: AdminOrigin | None = None
+                                ) -> None:
         await self._call("POST", f"/topics/{quote(name, safe='')}/partitions",
-                         {"count": total_count, "assignments": assignments, "validate_only": validate_only})
+                         {"count": total_count, "assignments": assignments, "validate_only": validate_only},
+                         origin=origin)
         if not validate_only:
             await self._refresh()
 
-    async def set_topic_configs(self, name: str, overrides: Mapping[str, str], validate_only: bool = False) -> None:
+    async def set_topic_configs(self, name: str, overrides: Mapping[str, str], validate_only: bool = False,
+                                origin: AdminOrigin | None = None) -> None:
         await self._call("POST", f"/topics/{quote(name, safe='')}/configs",
-                         {"set": dict(overrides), "delete": [], "replace": True, "validate_only": validate_only})
+                         {"set": dict(overrides), "delete": [], "replace": True, "validate_only": validate_only},
+                         origin=origin)
         if not validate_only:
             await self._refresh()
 
@@ -402,12 +419,13 @@ class ClusterMetadataStore:
             body = {**body, "partition": partition}
         return parse_partition(body)
 
-    async def elect_leaders(self, election_type: str, partitions: list[tuple[str, int]] | None
-                            ) -> list[tuple[str, int, str | None]]:
+    async def elect_leaders(self, election_type: str, partitions: list[tuple[str, int]] | None,
+                            origin: AdminOrigin | None = None) -> list[tuple[str, int, str | None]]:
         """(topic, partition, Kafka error name or None) per partition."""
         body = await self._call("POST", "/elect-leaders", {
             "election_type": election_type,
-            "partitions": None if partitions is None else [{"topic": t, "partition": p} for t, p in partitions]})
+            "partitions": None if partitions is None else [{"topic": t, "partition": p} for t, p in partitions]},
+            origin=origin)
         assert isinstance(body, dict)
         return [(r["topic"], int(r["partition"]), r.get("error") or None) for r in body.get("results", ())]
 

@@ -30,10 +30,12 @@ class JsonHttpClient:
         self.prefix = parts.path.rstrip("/")
         self.headers = dict(headers or {})
 
-    async def request(self, method: str, path: str, body: object = None, timeout_s: float = 10.0) -> HttpResponse:
+    async def request(self, method: str, path: str, body: object = None, timeout_s: float = 10.0,
+                      headers: dict[str, str] | None = None) -> HttpResponse:
+        """`headers` are added to the client's own for this request (values must be latin-1, without CR/LF)."""
         try:
             async with asyncio.timeout(timeout_s):
-                return await self._request(method, path, body)
+                return await self._request(method, path, body, headers or {})
         except TimeoutError:
             raise HttpError(f"{method} {path}: no answer within {timeout_s:.1f}s") from None
         except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
@@ -41,11 +43,11 @@ class JsonHttpClient:
                 raise
             raise HttpError(f"{method} {path}: {exc}") from exc
 
-    async def _request(self, method: str, path: str, body: object) -> HttpResponse:
+    async def _request(self, method: str, path: str, body: object, headers: dict[str, str]) -> HttpResponse:
         payload = b"" if body is None else json.dumps(body).encode()
         lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"Host: {self.host}:{self.port}",
                  "Connection: close", "Accept: application/json"]
-        lines += [f"{k}: {v}" for k, v in self.headers.items()]
+        lines += [f"{k}: {v}" for k, v in {**self.headers, **headers}.items()]
         if body is not None:
             lines += ["Content-Type: application/json", f"Content-Length: {len(payload)}"]
         elif method in ("POST", "PUT", "PATCH"):

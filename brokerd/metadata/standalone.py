@@ -6,7 +6,8 @@ on every change::
     {"version": 1, "cluster_id": "<22-char base64>", "next_producer_id": 1000,
      "topics": {"name": {"topic_id": "<uuid>", "partitions": 3, "configs": {"retention.ms": "1000"}}}}
 
-Every partition is led by this broker with leader epoch 0 and a single-replica ISR.
+Every partition is led by this broker with leader epoch 0 and a single-replica ISR. There is no audit log here
+(admin calls ignore their `origin`).
 Called only from the event loop; not thread-safe.
 """
 
@@ -25,7 +26,7 @@ from brokerd.metadata.image import (
     PartitionAssignment,
     TopicMetadata,
 )
-from brokerd.metadata.store import ImageListener
+from brokerd.metadata.store import AdminOrigin, ImageListener
 from brokerd.metadata.validation import (
     TopicDefaults,
     resolve_new_topic,
@@ -80,8 +81,8 @@ class StandaloneMetadataStore:
             raise UnknownTopicError(f"{topic}-{partition} does not exist")
         return current
 
-    async def elect_leaders(self, election_type: str, partitions: list[tuple[str, int]] | None
-                            ) -> list[tuple[str, int, str | None]]:
+    async def elect_leaders(self, election_type: str, partitions: list[tuple[str, int]] | None,
+                            origin: AdminOrigin | None = None) -> list[tuple[str, int, str | None]]:
         """Every partition already has its only possible leader."""
         if partitions is None:
             partitions = [(t.name, p.partition) for t in self.image.topics.values() for p in t.partitions]
@@ -96,7 +97,8 @@ class StandaloneMetadataStore:
     def add_listener(self, listener: ImageListener) -> None:
         self._listeners.append(listener)
 
-    async def create_topic(self, topic: NewTopic, validate_only: bool = False) -> TopicMetadata:
+    async def create_topic(self, topic: NewTopic, validate_only: bool = False,
+                           origin: AdminOrigin | None = None) -> TopicMetadata:
         partitions, _replication_factor, configs = resolve_new_topic(topic, self.image, self._defaults)
         entry = {"topic_id": str(uuid.uuid4()), "partitions": partitions, "configs": configs}
         if validate_only:
@@ -105,13 +107,14 @@ class StandaloneMetadataStore:
         self._commit()
         return self.image.topics[topic.name]
 
-    async def delete_topic(self, name: str) -> None:
+    async def delete_topic(self, name: str, origin: AdminOrigin | None = None) -> None:
         self._require(name)
         del self._state["topics"][name]
         self._commit()
 
     async def create_partitions(self, name: str, total_count: int, validate_only: bool = False,
-                                assignments: list[list[int]] | None = None) -> None:
+                                assignments: list[list[int]] | None = None, origin: AdminOrigin | None = None
+                                ) -> None:
         entry = self._require(name)
         validate_partition_increase(entry["partitions"], total_count)
         if not validate_only:
@@ -119,7 +122,7 @@ class StandaloneMetadataStore:
             self._commit()
 
     async def set_topic_configs(self, name: str, overrides: Mapping[str, str],
-                                validate_only: bool = False) -> None:
+                                validate_only: bool = False, origin: AdminOrigin | None = None) -> None:
         entry = self._require(name)
         configs = validate_configs(overrides)
         if not validate_only:

@@ -2,16 +2,27 @@
 the truth lives (a local file in standalone mode, the control plane in a cluster).
 
 Reads are synchronous snapshots (`image`); mutations are coroutines that return once the change is
-durable and the new image is visible, then notify listeners on the event loop.
+durable and the new image is visible, then notify listeners on the event loop. The admin mutations take the
+`origin` of the request (the Kafka client that asked; None when the broker acts on its own, e.g. creating
+`__consumer_offsets`), which the cluster store hands to the control plane for its audit log.
 """
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from brokerd.metadata.image import ClusterImage, NewTopic, PartitionAssignment, TopicMetadata
 
 ImageListener = Callable[[ClusterImage, ClusterImage], None]
 """Called as listener(old, new) after every change."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdminOrigin:
+    """The Kafka client an admin request came from, for the control plane's audit log."""
+
+    client_host: str
+    client_id: str
 
 
 class MetadataStore(Protocol):
@@ -25,20 +36,22 @@ class MetadataStore(Protocol):
 
     def add_listener(self, listener: ImageListener) -> None: ...
 
-    async def create_topic(self, topic: NewTopic, validate_only: bool = False) -> TopicMetadata:
+    async def create_topic(self, topic: NewTopic, validate_only: bool = False,
+                           origin: AdminOrigin | None = None) -> TopicMetadata:
         """Raises TopicExistsError, InvalidTopicError, InvalidPartitionsError,
         InvalidReplicationFactorError, InvalidConfigError."""
 
-    async def delete_topic(self, name: str) -> None:
+    async def delete_topic(self, name: str, origin: AdminOrigin | None = None) -> None:
         """Raises UnknownTopicError."""
 
     async def create_partitions(self, name: str, total_count: int, validate_only: bool = False,
-                                assignments: list[list[int]] | None = None) -> None:
+                                assignments: list[list[int]] | None = None, origin: AdminOrigin | None = None
+                                ) -> None:
         """Grow `name` to `total_count` partitions (new ones on `assignments` if given). Raises
         UnknownTopicError, InvalidPartitionsError."""
 
     async def set_topic_configs(self, name: str, overrides: Mapping[str, str],
-                                validate_only: bool = False) -> None:
+                                validate_only: bool = False, origin: AdminOrigin | None = None) -> None:
         """Replace the topic's overrides. Raises UnknownTopicError, InvalidConfigError."""
 
     async def allocate_producer_id(self) -> int:
@@ -49,8 +62,8 @@ class MetadataStore(Protocol):
         """Propose a new ISR as the partition's leader at these epochs (Kafka's AlterPartition); the
         committed state. Raises a MetadataError whose `kafka_error` says why it was refused."""
 
-    async def elect_leaders(self, election_type: str, partitions: list[tuple[str, int]] | None
-                            ) -> list[tuple[str, int, str | None]]:
+    async def elect_leaders(self, election_type: str, partitions: list[tuple[str, int]] | None,
+                            origin: AdminOrigin | None = None) -> list[tuple[str, int, str | None]]:
         """Kafka's ElectLeaders ("preferred" or "unclean"): (topic, partition, error name or None)."""
 
     async def refresh(self) -> None:

@@ -1,7 +1,7 @@
 """Build one record batch v2 from (key, value) pairs, for records the broker writes itself (the group
-coordinator's `__consumer_offsets` records, uncompressed) and for legacy message sets up-converted on
-produce (`brokerd.records.legacy`). Never used on the v2 produce path, where batches arrive built and are
-stored verbatim.
+coordinator's `__consumer_offsets` records, uncompressed; the metrics publisher's `__strom_metrics` samples,
+zstd) and for legacy message sets up-converted on produce (`brokerd.records.legacy`). Never used on the
+v2 produce path, where batches arrive built and are stored verbatim.
 
 The batch is what a non-idempotent producer sends: baseOffset 0 and partitionLeaderEpoch -1 (both
 rewritten on append), CreateTime timestamps, producer id/epoch/sequence -1, no headers. Layout: see

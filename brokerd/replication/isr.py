@@ -22,6 +22,10 @@ class IsrManager:
     def __init__(self, metadata: MetadataStore) -> None:
         self._metadata = metadata
         self._tasks: set[asyncio.Task] = set()
+        self.shrinks = 0
+        """ISR changes committed that removed members (Kafka's IsrShrinksPerSec count), since start."""
+        self.expands = 0
+        """ISR changes committed that added members (IsrExpandsPerSec), since start."""
 
     def propose(self, partition: Partition, isr: tuple[int, ...]) -> bool:
         """Start proposing `isr` for `partition` (led here) unless a proposal is already in flight."""
@@ -50,6 +54,8 @@ class IsrManager:
             return
         if partition.pending_isr == isr:
             partition.pending_isr = None
+        self.shrinks += any(r not in state.isr for r in partition.isr)
+        self.expands += any(r not in partition.isr for r in state.isr)
         if partition.is_leader and partition.leader_epoch == leader_epoch:
             log.info("ISR of %s is now %s (partition epoch %d)", name, list(state.isr), state.partition_epoch)
             partition.apply_isr(state)

@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from brokerd.counters import TopicCounters
+from brokerd.errors import BrokerError
 from brokerd.metadata.image import PartitionAssignment
 from brokerd.records.batch import NO_PRODUCER_ID, iter_batches, read_produced_batch
 from brokerd.replication.errors import (
@@ -82,7 +84,8 @@ class AppendResult:
 class Partition:
     """One replica on this broker. Not thread-safe; called only from the event loop."""
 
-    def __init__(self, topic: str, index: int, node_id: BrokerId, log: Log, listener: PartitionListener) -> None:
+    def __init__(self, topic: str, index: int, node_id: BrokerId, log: Log, listener: PartitionListener,
+                 counters: TopicCounters | None = None) -> None:
         self.topic = topic
         self.index = index
         self.key = TopicPartition(topic, index)
@@ -99,6 +102,9 @@ class Partition:
         self.pending_isr: tuple[BrokerId, ...] | None = None
         """An ISR this leader proposed and the control plane has not answered yet."""
         self.followers: dict[BrokerId, FollowerState] = {}
+        self.counters = counters
+        """The topic's counters on this broker (shared by its partitions): bumped once per batch; None when
+        metrics are disabled."""
         self._high_watermark = min(max(log.high_watermark, log.log_start_offset), log.log_end_offset)
         self._producers = ProducerStateTable()
         self.rebuild_producer_state()
@@ -198,8 +204,25 @@ class Partition:
         """Append one producer batch as leader (Kafka's `appendRecordsToLeader`). Its header is read and
         checked once, here (`read_produced_batch`); CRC, magic, codec and max.message.bytes in storage. A
         duplicate of a retained idempotent batch returns its original offsets without touching the log.
-        acks=all (`required_acks` -1) with an ISR below `min_insync_replicas` is refused before appending."""
+        acks=all (`required_acks` -1) with an ISR below `min_insync_replicas` is refused before appending.
+        Counted in `counters` (per batch: bytes, records, and whether it was rejected)."""
         self._require_leader()
+        counters = self.counters
+        if counters is None:
+            return self._append_produced(records, required_acks, min_insync_replicas)
+        counters.produce_requests += 1
+        try:
+            result = self._append_produced(records, required_acks, min_insync_replicas)
+        except BrokerError:
+            counters.failed_produce_requests += 1
+            counters.bytes_rejected += len(records)
+            raise
+        counters.bytes_in += len(records)
+        counters.messages_in += result.last_offset - result.base_offset + 1
+        return result
+
+    def _append_produced(self, records: bytes | bytearray, required_acks: int, min_insync_replicas: int
+                         ) -> AppendResult:
         batch = read_produced_batch(records)
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
             raise NotEnoughReplicasError(f"{self.topic}-{self.index}: ISR {list(self.isr)} is smaller than "
@@ -293,6 +316,8 @@ class Partition:
             raise NotLeaderOrFollowerError(f"{self.topic}-{self.index} is led here; not appending as follower")
         if len(records):
             self.log.append_as_follower(records)
+            if self.counters is not None:
+                self.counters.replication_bytes_in += len(records)
             for _, header in iter_batches(records):
                 self._producers.record_replicated(header)
             self._listener.on_append(self)

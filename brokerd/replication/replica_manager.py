@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from brokerd.clock import Clock, SystemClock
+from brokerd.counters import BrokerTopicMetrics
 from brokerd.errors import BrokerError
 from brokerd.metadata.image import BrokerEndpoint, ClusterImage, PartitionAssignment
 from brokerd.metadata.store import MetadataStore
@@ -68,7 +69,7 @@ class _AwaitingReplication:
 class ReplicaManager:
     def __init__(self, log_manager: LogManager, metadata: MetadataStore, node_id: BrokerId,
                  config: ReplicationConfig | None = None, clock: Clock | None = None,
-                 broker_properties: Mapping[str, str] | None = None) -> None:
+                 broker_properties: Mapping[str, str] | None = None, metrics_enabled: bool = True) -> None:
         self._log_manager = log_manager
         self._metadata = metadata
         self.node_id = node_id
@@ -81,6 +82,8 @@ class ReplicaManager:
         self._min_isr: dict[str, int] = {}
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._defaults = topic_config.broker_defaults(broker_properties or {})
+        self.topic_metrics = BrokerTopicMetrics(enabled=metrics_enabled)
+        """Per-topic byte/message/request counters; each Partition bumps its topic's."""
         self.fetch_purgatory = FetchPurgatory()
         self.produce_purgatory = ProducePurgatory()
         self.isr = IsrManager(metadata)
@@ -291,13 +294,14 @@ class ReplicaManager:
                     log_ = self._log_manager.get_or_create_log(name, assignment.partition, dict(topic.configs),
                                                                topic.uuid)
                     partition = self._partitions[key] = Partition(name, assignment.partition, self.node_id, log_,
-                                                                  self)
+                                                                  self, self.topic_metrics.topic(name))
                 if assignment.leader_id == self.node_id:
                     self._become_leader(partition, assignment)
                 else:
                     self._become_follower(partition, assignment, image.broker(assignment.leader_id))
         for topic_name in [t for t in self._topic_ids if t not in image.topics]:
             del self._topic_ids[topic_name]
+            self.topic_metrics.retire(topic_name)
             self._topic_configs.pop(topic_name, None)
             self._min_isr.pop(topic_name, None)
         self._stop_idle_fetchers()

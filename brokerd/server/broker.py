@@ -7,7 +7,9 @@ its image) and apply its topic configs to the logs; start log maintenance; start
 the `__consumer_offsets` partitions led here); start serving. Stop, in reverse: tell the control plane
 we are shutting down, unload the group coordinators (parked JoinGroup/SyncGroup answer NOT_COORDINATOR
 instead of holding the drain), stop serving (in-flight requests drain), stop replication, stop the
-metadata store's loops, close the logs.
+metadata store's loops, close the logs. Metrics (`brokerd.metrics`) start once the broker serves: the
+Prometheus endpoint when `strom.metrics.port` is set, the `__strom_metrics` publisher unless
+`strom.metrics.topic.enable=false`; they stop first.
 """
 
 import asyncio
@@ -16,12 +18,16 @@ import socket
 
 from brokerd.clock import SystemClock
 from brokerd.config import BrokerConfig, Listener
+from brokerd.counters import RequestMetrics
 from brokerd.groups.manager import GroupManager
 from brokerd.metadata.cluster import ClusterMetadataStore, ClusterSettings
 from brokerd.metadata.image import BrokerEndpoint
 from brokerd.metadata.standalone import FILE_NAME, StandaloneMetadataStore
 from brokerd.metadata.store import MetadataStore
 from brokerd.metadata.validation import TopicDefaults
+from brokerd.metrics.prometheus import MetricsHttpServer, registry_for
+from brokerd.metrics.publisher import MetricsPublisher
+from brokerd.metrics.sample import Sampler
 from brokerd.replication.config import replication_config
 from brokerd.replication.replica_manager import ReplicaManager
 from brokerd.server.context import BrokerServices
@@ -51,6 +57,9 @@ class Broker:
         self.metadata: MetadataStore | None = None
         self.replicas: ReplicaManager | None = None
         self.groups: GroupManager | None = None
+        self.requests = RequestMetrics() if config.metrics.enable else None
+        self.metrics_server: MetricsHttpServer | None = None
+        self.publisher: MetricsPublisher | None = None
 
     def _metadata_store(self, endpoint: BrokerEndpoint) -> MetadataStore:
         config = self.config
@@ -75,16 +84,36 @@ class Broker:
         self._log_manager.start()
         self.replicas = ReplicaManager(self._log_manager, metadata, self.config.node_id,
                                        replication_config(self.config.properties), SystemClock(),
-                                       self.config.properties)
+                                       self.config.properties, metrics_enabled=self.config.metrics.enable)
         self.replicas.start()
         self.groups = GroupManager(metadata, self.replicas, self.config.groups, SystemClock())
         self.groups.start()
-        services = BrokerServices(self.config, metadata, self.replicas, self.endpoint, self.groups)
+        services = BrokerServices(self.config, metadata, self.replicas, self.endpoint, self.groups, self.requests)
         await self._listener.serve(Dispatcher(services, HANDLERS))
+        await self._start_metrics()
         log.info("broker %d serving at %s:%d (cluster %s)", self.config.node_id, self.endpoint.host,
                  self.endpoint.port, metadata.image.cluster_id)
 
+    async def _start_metrics(self) -> None:
+        settings = self.config.metrics
+        assert self.replicas is not None and self.metadata is not None
+        if self.requests is None:
+            return
+        sampler = Sampler(self.config.node_id, self.replicas, self._log_manager, self.metadata, self.requests,
+                          lambda: self._listener.connection_count)
+        if settings.port is not None:
+            self.metrics_server = MetricsHttpServer(registry_for(sampler.take))
+            await self.metrics_server.start(settings.host or self.config.listeners[0].host, settings.port)
+            log.info("broker %d serves Prometheus metrics on port %d", self.config.node_id, self.metrics_server.port)
+        if settings.topic_enable:
+            self.publisher = MetricsPublisher(settings, sampler, self.metadata)
+            self.publisher.start()
+
     async def stop(self) -> None:
+        if self.publisher is not None:
+            await self.publisher.stop()
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
         if isinstance(self.metadata, ClusterMetadataStore):
             await self.metadata.request_shutdown()
         if self.groups is not None:

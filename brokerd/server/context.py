@@ -1,11 +1,12 @@
 """What a handler gets: the broker's services and the request it is answering."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from brokerd.config import BrokerConfig
+from brokerd.counters import RequestMetrics
 from brokerd.groups.manager import GroupManager
 from brokerd.metadata.image import BrokerEndpoint
-from brokerd.metadata.store import MetadataStore
+from brokerd.metadata.store import AdminOrigin, MetadataStore
 from brokerd.protocol.messages import RequestHeader
 from brokerd.protocol.responses import MessageSchema
 from brokerd.replication.replica_manager import ReplicaManager
@@ -21,6 +22,8 @@ class BrokerServices:
     """This broker as clients should reach it (first advertised listener)."""
     groups: GroupManager
     """The group coordinators of the `__consumer_offsets` partitions this broker leads."""
+    requests: RequestMetrics | None = field(default_factory=RequestMetrics)
+    """Requests per API: counts, failures, latency histograms (bumped by the dispatcher); None: not counted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,3 +37,8 @@ class RequestContext:
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    @property
+    def origin(self) -> AdminOrigin:
+        """The client, as admin calls to the metadata store name it (for the control plane's audit log)."""
+        return AdminOrigin(self.client_host, self.header.client_id or "")

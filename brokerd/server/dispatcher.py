@@ -11,6 +11,7 @@ versions each client sends show in the broker's log (for at most `MAX_LOGGED_VER
 """
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from kio.schema.errors import ErrorCode
@@ -42,7 +43,21 @@ class Dispatcher:
 
     async def dispatch(self, frame: bytes, client_host: str) -> list[Chunk] | None:
         """The size-prefixed response chunks for one request frame, or None if none is due.
-        Raises MalformedRequestError when the connection must be closed."""
+        Raises MalformedRequestError when the connection must be closed. Timed per API (`services.requests`)."""
+        requests = self._services.requests
+        if requests is None:
+            return await self._dispatch(frame, client_host)
+        started = time.perf_counter()
+        api_key, api_version, _ = peek_api(frame)
+        try:
+            return await self._dispatch(frame, client_host)
+        except MalformedRequestError:
+            requests.failed(api_key)
+            raise
+        finally:
+            requests.observe(api_key, api_version, time.perf_counter() - started)
+
+    async def _dispatch(self, frame: bytes, client_host: str) -> list[Chunk] | None:
         api_key, api_version, correlation_id = peek_api(frame)
         supported = SUPPORTED_APIS.get(api_key)
         handler = self._handlers.get(api_key)
@@ -63,6 +78,8 @@ class Dispatcher:
             response = await handler(request, context)
         except Exception:
             log.exception("handler for %s v%d failed", ApiKey(api_key).name, api_version)
+            if self._services.requests is not None:
+                self._services.requests.failed(api_key)
             return self._error_response(api_key, api_version, correlation_id, ErrorCode.unknown_server_error)
         if response is NO_RESPONSE:
             return None

@@ -28,6 +28,11 @@ class KafkaListener:
         self._reaper: asyncio.Task[None] | None = None
 
     @property
+    def connection_count(self) -> int:
+        """Client connections open now."""
+        return len(self._connections)
+
+    @property
     def bound_ports(self) -> list[int]:
         return [sock.getsockname()[1] for server in self._servers for sock in server.sockets]
 

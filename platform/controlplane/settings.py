@@ -5,8 +5,15 @@ DATABASE_URL       e.g. postgres://user@127.0.0.1:5432/strom (default: SQLite in
 CELERY_BROKER_URL  Redis URL (default redis://127.0.0.1:6390/0, the Redis `make run` starts)
 STROM_CELERY_QUEUE Celery's default queue name (default "celery")
 DJANGO_SECRET_KEY  (default: generated once into STROM_VAR_DIR/secret_key)
-STROM_DEBUG        "1" for Django's debug pages
-STROM_ALLOWED_HOSTS comma-separated extra host names
+STROM_DEBUG        "1" for Django's debug pages (ignored under STROM_PRODUCTION)
+STROM_ALLOWED_HOSTS comma-separated extra host names (under STROM_PRODUCTION: the only ones, required)
+STROM_PRODUCTION   "1": behind HTTPS in production — DEBUG off, secure cookies, HSTS, HTTP → HTTPS redirect
+                   (except the brokers' /internal/), so that `manage.py check --deploy` reports nothing
+STROM_SECURE_PROXY_SSL_HEADER e.g. "HTTP_X_FORWARDED_PROTO" when a TLS-terminating proxy sets it to "https"
+STROM_ADMIN_USER   the local superuser `make run` creates and management commands act as by default ("admin")
+STROM_AUDIT_RETENTION_DAYS how long audit entries are kept (default 365)
+STROM_LOGIN_FAILURE_LIMIT, STROM_LOGIN_COOLOFF_MINUTES failed logins (per user name and client address) before
+                   a lockout, and its length (default 5 and 15)
 STROM_CLUSTER_SECRET the shared secret of the broker ↔ control plane internal API (default: generated once
                    into STROM_VAR_DIR/cluster_secret)
 Cluster timing (Kafka's names; see "The controller" below): STROM_BROKER_SESSION_TIMEOUT_MS,
@@ -19,9 +26,11 @@ STROM_BOOTSTRAP_SERVERS Kafka bootstrap list (host:port,…) the control plane u
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(os.environ.get("STROM_VAR_DIR", BASE_DIR / "var"))
@@ -46,9 +55,13 @@ def _generated_secret(env: str, filename: str) -> str:
 SECRET_KEY = _generated_secret("DJANGO_SECRET_KEY", "secret_key")
 # Bearer token of the internal API (/internal/v1/), shared with the brokers.
 STROM_CLUSTER_SECRET = _generated_secret("STROM_CLUSTER_SECRET", "cluster_secret")
-DEBUG = os.environ.get("STROM_DEBUG") == "1"
-ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]", "testserver",
-                 *filter(None, os.environ.get("STROM_ALLOWED_HOSTS", "").split(","))]
+PRODUCTION = os.environ.get("STROM_PRODUCTION") == "1"
+DEBUG = os.environ.get("STROM_DEBUG") == "1" and not PRODUCTION
+_EXTRA_HOSTS = [h.strip() for h in os.environ.get("STROM_ALLOWED_HOSTS", "").split(",") if h.strip()]
+if PRODUCTION and not _EXTRA_HOSTS:
+    raise ImproperlyConfigured("STROM_PRODUCTION=1 needs STROM_ALLOWED_HOSTS (the host names the console is "
+                               "served under, comma-separated)")
+ALLOWED_HOSTS = _EXTRA_HOSTS if PRODUCTION else ["127.0.0.1", "localhost", "[::1]", "testserver", *_EXTRA_HOSTS]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -58,7 +71,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
+    "axes",
     "django_filters",
     "drf_spectacular",
     "django_celery_beat",
@@ -66,10 +80,13 @@ INSTALLED_APPS = [
     "controlplane.cluster",
     "controlplane.topics",
     "controlplane.health",
+    "controlplane.metrics",
     "controlplane.controller",
     "controlplane.brokerapi",
     "controlplane.groups",
     "controlplane.console",
+    "controlplane.audit",
+    "controlplane.access",
 ]
 
 MIDDLEWARE = [
@@ -81,6 +98,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into its lockout answer
 ]
 
 ROOT_URLCONF = "controlplane.urls"
@@ -118,6 +136,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses logins of a locked-out user name + address
+    "django.contrib.auth.backends.ModelBackend",
+]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
@@ -136,15 +159,17 @@ STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise serves from finders, but wants th
 WHITENOISE_USE_FINDERS = True
 
 REST_FRAMEWORK = {
+    # Token first: an unauthenticated request then gets 401 with `WWW-Authenticate: Token`.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "knox.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Reads need the viewer role; a view's mutations need the action it declares (controlplane.access.rest).
+    "DEFAULT_PERMISSION_CLASSES": ["controlplane.access.rest.ActionPermission"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
-        "django_filters.rest_framework.DjangoFilterBackend",
+        "controlplane.core.filters.FilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -166,6 +191,47 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# API tokens: django-rest-knox with Strom's named token model; a token expires only if created with an expiry.
+KNOX_TOKEN_MODEL = "access.ApiToken"
+# knox's own AuthToken is swapped out, but its migrations would still create its table (with a foreign key to
+# users that breaks PostgreSQL flushes); without migrations, no table is created for a swapped model.
+MIGRATION_MODULES = {"knox": None}
+REST_KNOX = {"TOKEN_TTL": None, "AUTH_HEADER_PREFIX": "Token", "TOKEN_PREFIX": "strom_"}
+
+# Failed-login throttling (django-axes): after STROM_LOGIN_FAILURE_LIMIT failures of one user name from one
+# address, that pair is locked out for STROM_LOGIN_COOLOFF_MINUTES (the console's login and POST /api/token/).
+AXES_FAILURE_LIMIT = int(os.environ.get("STROM_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("STROM_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "controlplane.access.login.lockout_response"
+AXES_VERBOSE = False
+
+# The local superuser (`manage.py ensure_admin`); management commands act as it unless given --as USER.
+STROM_ADMIN_USER = os.environ.get("STROM_ADMIN_USER", "admin")
+# How long audit entries are kept (days); older ones are pruned daily by controlplane.audit.prune_audit_log.
+STROM_AUDIT_RETENTION_DAYS = int(os.environ.get("STROM_AUDIT_RETENTION_DAYS", "365"))
+
+# Cookies and headers. The session cookie is HttpOnly, both it and the CSRF cookie SameSite=Lax; every answer forbids
+# framing, MIME sniffing and cross-origin referrers.
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+if PRODUCTION:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^internal/"]  # brokers speak plain HTTP to the internal API (cluster secret)
+    SECURE_HSTS_SECONDS = 31_536_000
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    if header := os.environ.get("STROM_SECURE_PROXY_SSL_HEADER"):
+        SECURE_PROXY_SSL_HEADER = (header, "https")
 
 # How long health snapshots are kept (days).
 STROM_HEALTH_RETENTION_DAYS = int(os.environ.get("STROM_HEALTH_RETENTION_DAYS", "7"))

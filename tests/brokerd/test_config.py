@@ -20,6 +20,16 @@ def test_cluster_mode_reads_the_secret_from_the_environment():
     assert (config.controlplane_url, config.cluster_secret) == ("http://127.0.0.1:8000", "s3cret")
 
 
+def test_metrics_keys_and_their_defaults():
+    standalone = build_config({}).metrics
+    assert (standalone.enable, standalone.port, standalone.sample_interval_ms) == (True, None, 10_000)
+    assert standalone.topic_replication_factor == 1
+    cluster = build_config({"strom.controlplane.url": "http://127.0.0.1:8000", "node.id": "1",
+                            "strom.metrics.port": "9404", "strom.metrics.enable": "false"},
+                           environ={"STROM_CLUSTER_SECRET": "s"}).metrics
+    assert (cluster.enable, cluster.port, cluster.topic_replication_factor) == (False, 9404, 3)
+
+
 @pytest.mark.parametrize(("properties", "environ", "message"), [
     ({"listeners": "bad"}, {}, "listeners: Invalid listener 'bad'"),
     ({"listeners": "PLAINTEXT://h:70000"}, {}, "out of range"),
@@ -28,6 +38,10 @@ def test_cluster_mode_reads_the_secret_from_the_environment():
     ({"strom.controlplane.url": "http://127.0.0.1:8000", "node.id": "1"}, {}, "needs the cluster secret"),
     ({"strom.controlplane.url": "http://127.0.0.1:8000"}, {"STROM_CLUSTER_SECRET": "s"}, "needs --broker-id"),
     ({"replica.lag.time.max.ms": "0"}, {}, "replica.lag.time.max.ms"),
+    ({"strom.metrics.port": "70000"}, {}, "strom.metrics.port: 70000 is not a TCP port"),
+    ({"strom.metrics.port": "x"}, {}, "strom.metrics.port: 'x' is not an integer"),
+    ({"strom.metrics.enable": "yes"}, {}, "strom.metrics.enable: 'yes' is not true or false"),
+    ({"strom.metrics.sample.interval.ms": "10"}, {}, "below the minimum 100"),
 ])
 def test_invalid_configs_are_refused_with_the_key_named(properties, environ, message):
     with pytest.raises(ConfigError, match=message):

@@ -1,8 +1,10 @@
 """REST API: every read endpoint needs login (session or token), paginates and filters."""
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+
+from controlplane.access.models import ApiToken
+from tests.conftest import PASSWORD
 
 ENDPOINTS = ["/api/brokers/", "/api/topics/", "/api/partitions/", "/api/health-snapshots/",
              "/api/brokers/1/", "/api/topics/orders/"]
@@ -18,28 +20,30 @@ def test_nothing_is_readable_without_login(cluster, url):
 @pytest.mark.django_db
 @pytest.mark.parametrize("url", ENDPOINTS)
 def test_token_authentication(cluster, user, url):
+    _, secret = ApiToken.objects.create(user=user, expiry=None, name="reader")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {secret}")
     assert client.get(url).status_code == 200
 
 
 @pytest.mark.django_db
-def test_token_endpoint_issues_tokens_for_valid_credentials(user):
-    from tests.conftest import PASSWORD
-
+def test_token_endpoint_issues_tokens_for_valid_credentials(user, cluster):
     client = APIClient()
     assert client.post("/api/token/", {"username": "operator", "password": "wrong"}).status_code == 400
-    response = client.post("/api/token/", {"username": "operator", "password": PASSWORD})
+    response = client.post("/api/token/", {"username": "operator", "password": PASSWORD, "name": "ci"})
     assert response.status_code == 200
-    assert response.json()["token"] == Token.objects.get(user=user).key
+    body = response.json()
+    assert (body["name"], body["expiry"]) == ("ci", None)
+    assert ApiToken.objects.get(user=user).name == "ci"
+    client.credentials(HTTP_AUTHORIZATION=f"Token {body['token']}")
+    assert client.get("/api/brokers/").json()["count"] == cluster["brokers"]
 
 
 @pytest.mark.django_db
 def test_session_authentication(cluster, user):
-    from tests.conftest import PASSWORD
 
     client = APIClient()
-    assert client.login(username="operator", password=PASSWORD)
+    client.force_login(user)
     assert client.get("/api/brokers/").json()["count"] == cluster["brokers"]
 
 

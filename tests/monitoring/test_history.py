@@ -1,4 +1,4 @@
-"""Lag samples (monitoring.history.lag_samples): the record format of team/CONTRACTS.md."""
+"""Lag samples (monitoring.history.lag_samples): the record format documented in monitoring/history.py."""
 
 import json
 

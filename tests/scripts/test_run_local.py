@@ -49,9 +49,10 @@ def group_alive(pgid: int) -> bool:
 
 
 def test_make_run_serves_console_and_stops_cleanly_on_ctrl_c(tmp_path):
-    http_port, redis_port, broker_port = free_port(), free_port(), free_port_run(3)
+    http_port, redis_port, broker_port, metrics_port = free_port(), free_port(), free_port_run(3), free_port_run(3)
     env = {**os.environ, "STROM_VAR_DIR": str(tmp_path), "STROM_HTTP_PORT": str(http_port),
            "STROM_REDIS_PORT": str(redis_port), "STROM_BROKER_PORT": str(broker_port),
+           "STROM_METRICS_PORT": str(metrics_port),
            "STROM_ADMIN_PASSWORD": "run-local-secret", "CELERY_BROKER_URL": f"redis://127.0.0.1:{redis_port}/0"}
     env.pop("DATABASE_URL", None)
     for command in (["migrate", "--noinput", "-v", "0"], ["ensure_admin"]):
@@ -69,7 +70,7 @@ def test_make_run_serves_console_and_stops_cleanly_on_ctrl_c(tmp_path):
         assert "Strom is up" in output, output
         children = {name: int(pid) for name, pid in
                     (line.split()[1::2] for line in lines if line.startswith("started "))}
-        assert {"redis", "web", "controller", "worker", "beat", "broker-1", "broker-2", "broker-3"} <= \
+        assert {"redis", "web", "controller", "worker", "beat", "metrics", "broker-1", "broker-2", "broker-3"} <= \
             set(children), output
 
         base = f"http://127.0.0.1:{http_port}"
@@ -93,6 +94,9 @@ def test_make_run_serves_console_and_stops_cleanly_on_ctrl_c(tmp_path):
         assert producer.flush(60) == 0 and delivered == [None]
         topic = session.get(f"{base}/api/topics/smoke/").json()
         assert topic["replication_factor"] == 3, topic
+        for broker in range(3):
+            metrics = requests.get(f"http://127.0.0.1:{metrics_port + broker}/metrics", timeout=10).text
+            assert "kafka_server_brokertopicmetrics_bytesin_total" in metrics
     finally:
         supervisor.send_signal(signal.SIGINT)
         rest, _ = supervisor.communicate(timeout=60)

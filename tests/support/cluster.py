@@ -30,6 +30,8 @@ class ClusterBroker:
     data_dir: Path
     overrides: Mapping[str, str]
     process: subprocess.Popen | None = None
+    metrics_port: int | None = None
+    """Where the broker serves Prometheus `/metrics` (`strom.metrics.port`), if asked for."""
 
     @property
     def log_dir(self) -> Path:
@@ -62,7 +64,10 @@ class Cluster:
         broker.log_dir.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", "brokerd", "--broker-id", str(broker_id), "--controlplane", self.plane.url,
                 "--listeners", f"PLAINTEXT://127.0.0.1:{broker.port}", "--log-dirs", str(broker.log_dir)]
-        for key, value in broker.overrides.items():
+        overrides = dict(broker.overrides)
+        if broker.metrics_port is not None:
+            overrides["strom.metrics.port"] = str(broker.metrics_port)
+        for key, value in overrides.items():
             argv += ["--override", f"{key}={value}"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "STROM_CLUSTER_SECRET": self.plane.secret}
         with open(broker.log_file, "ab") as stderr:
@@ -125,11 +130,12 @@ class Cluster:
 
 @contextlib.contextmanager
 def broker_cluster(plane: ControlPlane, directory: Path, count: int = 3,
-                   overrides: Mapping[str, str] | None = None) -> Iterator[Cluster]:
+                   overrides: Mapping[str, str] | None = None, metrics: bool = False) -> Iterator[Cluster]:
+    """`count` brokers; with `metrics`, each serves Prometheus `/metrics` on a port of its own."""
     cluster = Cluster(plane)
     for broker_id in range(1, count + 1):
         cluster.brokers[broker_id] = ClusterBroker(broker_id, free_port(), Path(directory) / f"broker-{broker_id}",
-                                                   dict(overrides or {}))
+                                                   dict(overrides or {}), metrics_port=free_port() if metrics else None)
     try:
         for broker_id in cluster.brokers:
             cluster.start(broker_id)

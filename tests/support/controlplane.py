@@ -8,8 +8,9 @@
         cp.wait_for_controller(min_epoch=2)     # a restarted controller waits for the old lease to expire
 
 What it runs: a fresh STROM_VAR_DIR under the given directory with its own SQLite database (`manage.py
-migrate`), gunicorn serving `controlplane.wsgi:application` with gthread workers and enough threads for every
-broker's metadata long poll plus heartbeats, and `manage.py run_controller`. DATABASE_URL is dropped from the
+migrate`, then `manage.py ensure_admin`: the superuser ADMIN_USER / ADMIN_PASSWORD), gunicorn serving
+`controlplane.wsgi:application` with gthread workers and enough threads for every broker's metadata long poll
+plus heartbeats, and `manage.py run_controller`. DATABASE_URL is dropped from the
 children's environment, so the control plane never touches the test database. Each child runs in its own
 session; on exit both are stopped (SIGTERM, SIGKILL after a grace period). Logs: <var>/log/{web,controller}.log.
 """
@@ -33,6 +34,9 @@ from pathlib import Path
 from tests.support.polling import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+ADMIN_USER = "admin"
+ADMIN_PASSWORD = "control-plane-admin"
+"""The local superuser (`manage.py ensure_admin`, as `make run` creates it)."""
 WEB_THREADS = 64
 STOP_GRACE_S = 10.0
 
@@ -51,6 +55,7 @@ class ControlPlane:
     env: dict[str, str]
     web: subprocess.Popen | None = field(default=None, repr=False)
     controller: subprocess.Popen | None = field(default=None, repr=False)
+    metrics_consumer: subprocess.Popen | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
@@ -128,6 +133,13 @@ class ControlPlane:
     def start_controller(self) -> None:
         self.controller = self._spawn("controller", [sys.executable, "manage.py", "run_controller"])
 
+    def start_metrics_consumer(self) -> None:
+        """`manage.py consume_metrics` (the rollups of `__strom_metrics` and `__strom_lag_samples`)."""
+        self.metrics_consumer = self._spawn("metrics-consumer", [sys.executable, "manage.py", "consume_metrics"])
+
+    def stop_metrics_consumer(self) -> None:
+        _stop(self.metrics_consumer)
+
     def kill_web(self) -> None:
         _kill(self.web)
 
@@ -135,7 +147,7 @@ class ControlPlane:
         _kill(self.controller)
 
     def stop(self) -> None:
-        for process in (self.controller, self.web):
+        for process in (self.metrics_consumer, self.controller, self.web):
             _stop(process)
 
     def log(self, name: str) -> str:
@@ -172,9 +184,12 @@ def control_plane(directory: Path, env: Mapping[str, str] | None = None, control
     secret = secrets.token_urlsafe(32)
     child_env.update({"STROM_VAR_DIR": str(var_dir), "STROM_CLUSTER_SECRET": secret,
                       "DJANGO_SETTINGS_MODULE": "controlplane.settings", "PYTHONUNBUFFERED": "1",
+                      "STROM_ADMIN_USER": ADMIN_USER,
                       "STROM_LOG_LEVEL": child_env.get("STROM_LOG_LEVEL", "WARNING"), **(env or {})})
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO_ROOT, env=child_env,
                    check=True, capture_output=True)
+    subprocess.run([sys.executable, "manage.py", "ensure_admin"], cwd=REPO_ROOT, check=True, capture_output=True,
+                   env={**child_env, "STROM_ADMIN_PASSWORD": ADMIN_PASSWORD})
     plane = ControlPlane(var_dir, _free_port(), secret, child_env)
     try:
         plane.start_web()

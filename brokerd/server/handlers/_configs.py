@@ -91,7 +91,7 @@ async def alter_topic_configs(context: RequestContext, resources: tuple, validat
                 error, message = ErrorCode.invalid_request, STATIC_BROKER_CONFIGS
             else:
                 await context.services.metadata.set_topic_configs(resource.resource_name, new_overrides(resource),
-                                                                  validate_only=validate_only)
+                                                                  validate_only=validate_only, origin=context.origin)
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this resource
             error, message = to_error(exc)
         responses.append(context.response.AlterConfigsResourceResponse(

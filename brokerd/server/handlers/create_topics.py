@@ -52,7 +52,8 @@ async def handle(request, context: RequestContext) -> object:
             assignments={a.partition_index: tuple(a.broker_ids) for a in topic.assignments},
         )
         try:
-            created = await metadata.create_topic(new_topic, validate_only=validate_only)
+            created = await metadata.create_topic(new_topic, validate_only=validate_only,
+                                                  origin=context.origin)
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this topic
             code, message = to_error(exc)
             results.append(schema.CreatableTopicResult(name=topic.name, error_code=code, error_message=message))

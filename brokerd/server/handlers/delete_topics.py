@@ -39,7 +39,7 @@ async def handle(request, context: RequestContext) -> object:
                                                        error_message=f"No topic has the id {topic_id}"))
             continue
         try:
-            await context.services.metadata.delete_topic(name)
+            await context.services.metadata.delete_topic(name, origin=context.origin)
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this topic
             code, message = to_error(exc)
             results.append(schema.DeletableTopicResult(name=name, topic_id=topic_id, error_code=code,

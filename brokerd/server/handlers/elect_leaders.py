@@ -27,7 +27,7 @@ async def handle(request, context: RequestContext) -> object:
     else:
         top_error = ErrorCode.none
         try:
-            results = await metadata.elect_leaders(election_type, wanted)
+            results = await metadata.elect_leaders(election_type, wanted, origin=context.origin)
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire for every partition
             code = to_error_code(exc)
             results = [(t, p, None) for t, p in (wanted or [])]

@@ -138,6 +138,8 @@ async def handle(request, context: RequestContext) -> RawResponse:
         first_pass = False
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or remaining <= 0 or not keys:
+            context.services.replicas.topic_metrics.record_fetch(
+                ((a.name, a.partitions) for a in answers), _replica_id(request) >= 0)
             chunks, size = wire.encode_fetch_response(context.version, answers,
                                                       node_endpoints=_node_endpoints(context, answers))
             return RawResponse(chunks, size)  # type: ignore[arg-type]

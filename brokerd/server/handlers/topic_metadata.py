@@ -61,7 +61,8 @@ async def _requested_topic(context: RequestContext, requested, auto_create: bool
     if topic is None and auto_create:
         try:
             topic = await metadata.create_topic(NewTopic(name=name, num_partitions=-1, replication_factor=-1,
-                                                         configs={}))
+                                                         configs={}),
+                                                origin=context.origin)
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire per topic
             if getattr(exc, "kafka_error", None) != "TOPIC_ALREADY_EXISTS":
                 return _error_topic(context, name, NO_TOPIC_ID, to_error_code(exc))

@@ -1,12 +1,14 @@
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
+from controlplane.access.api.views import ObtainTokenView
+from controlplane.audit.api.views import AuditEntryViewSet
 from controlplane.cluster.api.views import BrokerViewSet
 from controlplane.controller.api.views import ElectLeadersView
 from controlplane.groups.api.views import GroupViewSet
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
+from controlplane.metrics.api.views import BrokerMetricPointViewSet, TopicMetricPointViewSet
 from controlplane.topics.api.views import PartitionViewSet, TopicViewSet
 
 router = DefaultRouter()
@@ -15,11 +17,14 @@ router.register("topics", TopicViewSet)
 router.register("partitions", PartitionViewSet)
 router.register("health-snapshots", ClusterHealthSnapshotViewSet)
 router.register("groups", GroupViewSet, basename="group")
+router.register("metrics/brokers", BrokerMetricPointViewSet)
+router.register("metrics/topics", TopicMetricPointViewSet)
+router.register("audit", AuditEntryViewSet)
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
-    path("token/", obtain_auth_token, name="token"),
+    path("token/", ObtainTokenView.as_view(), name="token"),
     path("elect-leaders/", ElectLeadersView.as_view(), name="elect-leaders"),
     path("", include(router.urls)),
 ]

@@ -2,15 +2,27 @@
 
 Thin views: authenticate, read the body, call one service function, answer JSON. `KafkaApiError`s become
 `{"error": NAME, "message": …}` with their 4xx status. Not part of the public REST API or its schema.
+
+The admin calls (topics, configs, elections) are Kafka Admin API requests a broker forwards: each change (not
+a validate-only request) is recorded in the audit log with the Kafka client as actor — its address and client
+id, which the broker sends as headers (brokerd.metadata.cluster), or the broker itself when it acts on its own.
+Kafka clients are not authenticated (PLAINTEXT listeners), so there is no permission to check.
 """
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from urllib.parse import unquote
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_http_methods
 
+from controlplane.access import actions
+from controlplane.access.actions import Action
+from controlplane.access.checks import Change, recorded
+from controlplane.audit.models import Source
+from controlplane.audit.services import Actor
 from controlplane.cluster import metadata, services
 from controlplane.controller import election
 from controlplane.core.errors import KafkaApiError
@@ -50,6 +62,23 @@ def internal_api(*methods: str) -> Callable[[Callable[..., object]], Callable[..
         return wrapper
 
     return decorate
+
+
+def kafka_actor(request: HttpRequest) -> Actor:
+    """The Kafka client behind a forwarded admin call, or the broker itself when it sent no client."""
+    host = unquote(request.headers.get("X-Strom-Client-Host", ""))
+    client_id = unquote(request.headers.get("X-Strom-Client-Id", ""))
+    if not host and not client_id:
+        return Actor(client_id=f"broker {request.headers.get('X-Strom-Broker-Id', '?')}")
+    return Actor(address=host, client_id=client_id)
+
+
+@contextlib.contextmanager
+def kafka_change(request: HttpRequest, action: Action, target: str) -> Iterator[Change]:
+    """Record the change a forwarded Kafka Admin API call makes in the block."""
+    with recorded(kafka_actor(request), Source.KAFKA, action, target) as change:
+        change.detail = f"Kafka Admin API via broker {request.headers.get('X-Strom-Broker-Id', '?')}"
+        yield change
 
 
 @internal_api("POST")
@@ -114,29 +143,54 @@ def alter_partition(request: HttpRequest) -> dict:
 @internal_api("POST")
 def topics_create(request: HttpRequest) -> dict:
     body = Body(request)
-    return topics.create_topic(body.raw("name"), body.int("num_partitions", topics.DEFAULT),
-                               body.int("replication_factor", topics.DEFAULT),
-                               topics.parse_assignments(body.raw("assignments")), body.dict("configs", {}) or {},
-                               body.bool("validate_only", False))
+    name, validate_only = body.raw("name"), body.bool("validate_only", False)
+
+    def create() -> dict:
+        return topics.create_topic(name, body.int("num_partitions", topics.DEFAULT),
+                                   body.int("replication_factor", topics.DEFAULT),
+                                   topics.parse_assignments(body.raw("assignments")), body.dict("configs", {}) or {},
+                                   validate_only)
+
+    if validate_only:
+        return create()
+    with kafka_change(request, actions.CREATE_TOPICS, f"topic:{name}") as change:
+        created = create()
+        change.after = topics.audit_state(name)
+    return created
 
 
 @internal_api("DELETE")
 def topic_detail(request: HttpRequest, name: str) -> None:
-    topics.delete_topic(name)
+    with kafka_change(request, actions.DELETE_TOPICS, f"topic:{name}") as change:
+        change.before = topics.audit_state(name)
+        topics.delete_topic(name)
 
 
 @internal_api("POST")
 def topic_partitions(request: HttpRequest, name: str) -> dict:
     body = Body(request)
-    return topics.create_partitions(name, body.int("count"), topics.parse_assignments(body.raw("assignments")),
-                                    body.bool("validate_only", False))
+    count, assignments = body.int("count"), topics.parse_assignments(body.raw("assignments"))
+    if body.bool("validate_only", False):
+        return topics.create_partitions(name, count, assignments, True)
+    with kafka_change(request, actions.CREATE_PARTITIONS, f"topic:{name}") as change:
+        change.before = topics.audit_state(name)
+        grown = topics.create_partitions(name, count, assignments, False)
+        change.after = topics.audit_state(name)
+    return grown
 
 
 @internal_api("POST")
 def topic_configs(request: HttpRequest, name: str) -> dict:
     body = Body(request)
-    return topics.alter_configs(name, body.dict("set", {}) or {}, body.list_of("delete", str, []) or [],
-                                body.bool("replace", False), body.bool("validate_only", False))
+    set_configs, delete = body.dict("set", {}) or {}, body.list_of("delete", str, []) or []
+    replace = body.bool("replace", False)
+    if body.bool("validate_only", False):
+        return topics.alter_configs(name, set_configs, delete, replace, True)
+    with kafka_change(request, actions.ALTER_CONFIGS, f"topic:{name}") as change:
+        change.before = topics.audit_state(name)
+        altered = topics.alter_configs(name, set_configs, delete, replace, False)
+        change.after = topics.audit_state(name)
+    return altered
 
 
 def parse_election_partitions(raw: object) -> list[tuple[str, int]] | None:
@@ -152,8 +206,11 @@ def parse_election_partitions(raw: object) -> list[tuple[str, int]] | None:
 @internal_api("POST")
 def elect_leaders(request: HttpRequest) -> dict:
     body = Body(request)
-    results = election.elect_leaders(body.str("election_type", election.PREFERRED),
-                                     parse_election_partitions(body.raw("partitions")))
+    election_type, targets = body.str("election_type", election.PREFERRED), parse_election_partitions(
+        body.raw("partitions"))
+    with kafka_change(request, election.election_action(election_type), election.audit_target(targets)) as change:
+        results = election.elect_leaders(election_type, targets)
+        change.before, change.after = election.audit_states(results)
     return {"results": [{"topic": r.topic, "partition": r.partition, "error": r.error} for r in results]}
 
 

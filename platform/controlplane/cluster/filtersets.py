@@ -1,9 +1,10 @@
-import django_filters
+
+from controlplane.core.filters import FilterSet
 
 from .models import Broker
 
 
-class BrokerFilterSet(django_filters.FilterSet):
+class BrokerFilterSet(FilterSet):
     class Meta:
         model = Broker
         fields = {"broker_id": ["exact", "in"], "state": ["exact"], "rack": ["exact"]}

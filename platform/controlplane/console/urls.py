@@ -7,10 +7,18 @@ app_name = "console"
 urlpatterns = [
     path("", views.OverviewView.as_view(), name="overview"),
     path("brokers/", views.BrokerListView.as_view(), name="brokers"),
+    path("brokers/elect-leaders/", views.ElectLeadersView.as_view(), name="elect-leaders"),
     path("topics/", views.TopicListView.as_view(), name="topics"),
     path("groups/", views.GroupListView.as_view(), name="groups"),
+    path("groups/<path:group_id>/reset-offsets/", views.GroupResetOffsetsView.as_view(), name="group-reset-offsets"),
+    path("groups/<path:group_id>/delete/", views.GroupDeleteView.as_view(), name="group-delete"),
     path("groups/<path:group_id>/", views.GroupDetailView.as_view(), name="group"),
     path("reassignments/", views.UnavailableSectionView.as_view(section="Reassignments"), name="reassignments"),
     path("alerts/", views.UnavailableSectionView.as_view(section="Alerts"), name="alerts"),
     path("reports/", views.UnavailableSectionView.as_view(section="Reports"), name="reports"),
+    path("audit/", views.AuditLogView.as_view(), name="audit"),
+    path("audit/export.csv", views.AuditExportView.as_view(), name="audit-export"),
+    path("tokens/", views.TokenListView.as_view(), name="tokens"),
+    path("tokens/new/", views.TokenCreateView.as_view(), name="token-create"),
+    path("tokens/revoke/", views.TokenRevokeView.as_view(), name="token-revoke"),
 ]

@@ -15,14 +15,17 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from controlplane.access import actions
+from controlplane.access.actions import Action
 from controlplane.cluster import metadata
 from controlplane.cluster.models import Broker, BrokerState
 from controlplane.core.errors import KafkaApiError
 from controlplane.topics.models import NO_LEADER, Partition, Topic
 
-__all__ = ("PREFERRED", "UNCLEAN", "ElectionResult", "PartitionState", "apply_change", "choose_after_fencing",
-           "choose_leader_for_offline", "choose_preferred", "elect_leaders", "elect_offline_partitions",
-           "imbalanced_partitions", "live_broker_ids", "on_broker_gone", "unclean_allowed")
+__all__ = ("PREFERRED", "UNCLEAN", "ElectionResult", "PartitionState", "apply_change", "audit_states",
+           "audit_target", "choose_after_fencing", "choose_leader_for_offline", "choose_preferred", "elect_leaders",
+           "elect_offline_partitions", "election_action", "imbalanced_partitions", "live_broker_ids",
+           "on_broker_gone", "topic_targets", "unclean_allowed")
 
 PREFERRED = "preferred"
 UNCLEAN = "unclean"
@@ -134,6 +137,32 @@ class ElectionResult:
     topic: str
     partition: int
     error: str | None
+    leader_before: int | None = None
+    """The leader when the election started (None for an unknown partition); NO_LEADER if it had none."""
+    leader_after: int | None = None
+
+
+def election_action(election_type: str) -> Action:
+    """The action an election of this type is checked and audited as."""
+    return actions.ELECT_UNCLEAN_LEADERS if election_type == UNCLEAN else actions.ELECT_PREFERRED_LEADERS
+
+
+def topic_targets(topic: str) -> list[tuple[str, int]]:
+    """Every partition of `topic` as election targets (partition 0 of an unknown topic, which then fails with
+    UNKNOWN_TOPIC_OR_PARTITION as in Kafka)."""
+    numbers = Partition.objects.filter(topic__name=topic).values_list("partition", flat=True)
+    return [(topic, n) for n in numbers] or [(topic, 0)]
+
+
+def audit_target(targets: list[tuple[str, int]] | None) -> str:
+    return "partitions:" + ("all" if targets is None else ",".join(f"{t}-{p}" for t, p in targets))
+
+
+def audit_states(results: list[ElectionResult]) -> tuple[dict, dict]:
+    """(before, after) for the audit log: leaders by "topic-partition", and the errors of those not elected."""
+    return ({"leaders": {f"{r.topic}-{r.partition}": r.leader_before for r in results}},
+            {"leaders": {f"{r.topic}-{r.partition}": r.leader_after for r in results},
+             "errors": {f"{r.topic}-{r.partition}": r.error for r in results if r.error}})
 
 
 def elect_leaders(election_type: str, targets: list[tuple[str, int]] | None) -> list[ElectionResult]:
@@ -156,6 +185,7 @@ def elect_leaders(election_type: str, targets: list[tuple[str, int]] | None) -> 
             if partition is None:
                 results.append(ElectionResult(topic, number, "UNKNOWN_TOPIC_OR_PARTITION"))
                 continue
+            leader_before = partition.leader
             if election_type == PREFERRED:
                 outcome = choose_preferred(partition.replicas, partition.isr, partition.leader, live)
             elif partition.leader != NO_LEADER and partition.leader in live:
@@ -167,7 +197,7 @@ def elect_leaders(election_type: str, targets: list[tuple[str, int]] | None) -> 
                 changed |= apply_change(partition, outcome)
                 outcome = None
             if targets is not None or outcome != "ELECTION_NOT_NEEDED":
-                results.append(ElectionResult(topic, number, outcome))
+                results.append(ElectionResult(topic, number, outcome, leader_before, partition.leader))
         if changed:
             metadata.bump(state)
     return results

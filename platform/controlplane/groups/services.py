@@ -105,6 +105,11 @@ class ResetPlan:
     rows: tuple[ResetRow, ...]
     warnings: tuple[str, ...]
 
+    def audit_states(self) -> tuple[dict, dict]:
+        """(before, after) for the audit log: committed offsets by "topic-partition" (null: none)."""
+        return ({"offsets": {f"{r.topic}-{r.partition}": r.current_offset for r in self.rows}},
+                {"offsets": {f"{r.topic}-{r.partition}": r.new_offset for r in self.rows}})
+
 
 class GroupService:
     def __init__(self, admin: KafkaGroupAdmin, now_ms: Callable[[], int] = _wall_clock_ms):
@@ -167,8 +172,11 @@ class GroupService:
             self.admin.alter_offsets(group_id, {TopicPartition(r.topic, r.partition): r.new_offset for r in rows})
         return ResetPlan(group_id, description.state, spec, execute, tuple(rows), tuple(warnings))
 
-    def delete_group(self, group_id: str) -> None:
+    def delete_group(self, group_id: str) -> dict[str, int]:
+        """Delete an inactive group; returns the committed offsets it had, by "topic-partition" (for the audit)."""
+        committed = self.admin.committed_offsets(group_id)
         self.admin.delete_group(group_id)
+        return {str(tp): offset for tp, offset in sorted(committed.items())}
 
     def _describe(self, group_id: str) -> GroupDescription:
         if not group_id:

@@ -1,16 +1,18 @@
 from django.contrib import admin
 
+from controlplane.core.admin import ReadOnlyAdminMixin, ReadOnlyModelAdmin
+
 from .models import Partition, Topic
 
 
-class PartitionInline(admin.TabularInline):
+class PartitionInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Partition
     extra = 0
     fields = ("partition", "replicas", "isr", "leader", "leader_epoch", "partition_epoch")
 
 
 @admin.register(Topic)
-class TopicAdmin(admin.ModelAdmin):
+class TopicAdmin(ReadOnlyModelAdmin):
     list_display = ("name", "topic_id", "created_at")
     search_fields = ("name",)
     readonly_fields = ("topic_id",)
@@ -18,6 +20,6 @@ class TopicAdmin(admin.ModelAdmin):
 
 
 @admin.register(Partition)
-class PartitionAdmin(admin.ModelAdmin):
+class PartitionAdmin(ReadOnlyModelAdmin):
     list_display = ("topic", "partition", "leader", "leader_epoch", "partition_epoch", "replicas", "isr")
     list_filter = ("topic",)

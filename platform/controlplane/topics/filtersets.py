@@ -1,9 +1,11 @@
 import django_filters
 
+from controlplane.core.filters import FilterSet, Int64Filter
+
 from .models import Partition, Topic
 
 
-class TopicFilterSet(django_filters.FilterSet):
+class TopicFilterSet(FilterSet):
     name__contains = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
 
     class Meta:
@@ -11,9 +13,9 @@ class TopicFilterSet(django_filters.FilterSet):
         fields = {"name": ["exact", "in", "startswith"]}
 
 
-class PartitionFilterSet(django_filters.FilterSet):
+class PartitionFilterSet(FilterSet):
     topic = django_filters.CharFilter(field_name="topic__name")
-    leader = django_filters.NumberFilter()
+    leader = Int64Filter()
 
     class Meta:
         model = Partition

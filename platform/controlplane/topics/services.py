@@ -21,12 +21,22 @@ from kafkaspec import topic_config, topic_names
 from .models import Partition, Topic
 from .placement import PlacementError, assign_replicas
 
-__all__ = ("DEFAULT", "MAX_DEFAULT_REPLICATION_FACTOR", "alter_configs", "create_partitions", "create_topic",
-           "delete_topic", "parse_assignments")
+__all__ = ("DEFAULT", "MAX_DEFAULT_REPLICATION_FACTOR", "alter_configs", "audit_state", "create_partitions",
+           "create_topic", "delete_topic", "parse_assignments")
 
 DEFAULT = -1  # num_partitions / replication_factor: use the cluster default
 MAX_DEFAULT_REPLICATION_FACTOR = 3
 _ZERO_UUID = str(uuid.UUID(int=0))
+
+
+def audit_state(name: object) -> dict | None:
+    """A topic as the audit log shows it before and after a change (None if it does not exist)."""
+    topic = Topic.objects.filter(name=name).first() if isinstance(name, str) else None
+    if topic is None:
+        return None
+    first = topic.partitions.order_by("partition").first()
+    return {"topic_id": str(topic.topic_id), "partitions": topic.partitions.count(),
+            "replication_factor": len(first.replicas) if first else 0, "configs": topic.configs}
 
 
 def _running_brokers() -> dict[int, str]:

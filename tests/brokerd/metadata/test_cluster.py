@@ -7,6 +7,7 @@ import asyncio
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote
 
 import pytest
 
@@ -35,6 +36,9 @@ class FakePlane:
         self.registrations = 0
         self.heartbeat_state = "running"
         self.requests: list[tuple[str, str, dict | None]] = []
+        self.headers: list[dict[str, str]] = []
+        """The headers of each request, in the order of `requests`."""
+        self._recording = threading.Lock()
         self.on_shutting_down = lambda: None
         """Called on each heartbeat that says the broker is shutting down (the controller's reaction)."""
         plane = self
@@ -58,7 +62,7 @@ class FakePlane:
             def do_GET(self) -> None:  # noqa: N802
                 if self.headers.get("Authorization") != f"Bearer {SECRET}":
                     return self._answer(401, {"error": "CLUSTER_AUTHORIZATION_FAILED", "message": "no"})
-                plane.requests.append(("GET", self.path, None))
+                plane.record("GET", self.path, None, self.headers)
                 if "/session" in self.path:
                     return self._answer(200, {"watching": False})  # a server that cannot see hang-ups
                 query = dict(p.split("=") for p in self.path.split("?")[1].split("&"))
@@ -69,7 +73,7 @@ class FakePlane:
 
             def do_POST(self) -> None:  # noqa: N802
                 body = self._body()
-                plane.requests.append(("POST", self.path, body))
+                plane.record("POST", self.path, body, self.headers)
                 if self.path.endswith("/brokers/register"):
                     plane.registrations += 1
                     plane.heartbeat_state = "running"
@@ -88,6 +92,11 @@ class FakePlane:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def record(self, method: str, path: str, body: dict | None, headers) -> None:
+        with self._recording:  # requests and headers stay aligned when handler threads interleave
+            self.requests.append((method, path, body))
+            self.headers.append(dict(headers))
 
     def publish(self, new_image: dict) -> None:
         with self.changed:
@@ -160,6 +169,33 @@ def test_errors_carry_kafka_names(plane):
             with pytest.raises(ControlPlaneError) as refused:
                 await store.create_topic(NewTopic("t", 1, 1, {}))
             assert refused.value.kafka_error == "TOPIC_ALREADY_EXISTS"
+        finally:
+            await store.stop()
+
+    asyncio.run(scenario())
+
+
+def test_admin_calls_name_the_kafka_client_for_the_audit_log(plane):
+    async def scenario():
+        from brokerd.metadata.image import NewTopic
+        from brokerd.metadata.store import AdminOrigin
+
+        def last_create_topics() -> dict[str, str]:
+            return [h for (_, path, _), h in zip(plane.requests, plane.headers, strict=True)
+                    if path == "/internal/v1/topics"][-1]
+
+        store = ClusterMetadataStore(settings(plane.url))
+        await store.start()
+        try:
+            with pytest.raises(ControlPlaneError):
+                await store.create_topic(NewTopic("t", 1, 1, {}), origin=AdminOrigin("10.1.2.3", "billing\r\nadmin é"))
+            sent = last_create_topics()
+            assert (sent["X-Strom-Broker-Id"], sent["X-Strom-Client-Host"]) == ("2", "10.1.2.3")
+            assert unquote(sent["X-Strom-Client-Id"]) == "billing\r\nadmin é"  # percent-encoded on the wire
+            with pytest.raises(ControlPlaneError):
+                await store.create_topic(NewTopic("t", 1, 1, {}))  # the broker on its own: no client
+            sent = last_create_topics()
+            assert "X-Strom-Client-Id" not in sent and sent["X-Strom-Broker-Id"] == "2"
         finally:
             await store.stop()
 

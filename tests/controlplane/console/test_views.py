@@ -3,13 +3,13 @@ from django.test import Client
 
 from tests.conftest import PASSWORD
 
-PAGES = ["/", "/brokers/", "/topics/", "/groups/", "/reassignments/", "/alerts/", "/reports/"]
+PAGES = ["/", "/brokers/", "/topics/", "/groups/", "/reassignments/", "/alerts/", "/reports/", "/audit/", "/tokens/"]
 
 
 @pytest.fixture
 def client(user):
     client = Client()
-    assert client.login(username="operator", password=PASSWORD)
+    client.force_login(user)
     return client
 
 
@@ -36,7 +36,7 @@ def test_login_page_and_bad_credentials(user):
 def test_every_section_renders_with_navigation(client, url):
     response = client.get(url)
     assert response.status_code == 200
-    for label in ("Overview", "Brokers", "Topics", "Consumer groups", "Reassignments", "Alerts", "Reports",
+    for label in ("Overview", "Brokers", "Topics", "Consumer groups", "Reassignments", "Alerts", "Reports", "Audit log",
                   "Dashboard"):
         assert f">{label}</a>".encode() in response.content
 

@@ -333,7 +333,7 @@ def test_rebalance_respects_the_imbalance_threshold(brokers, clock):
     assert sorted(controller.rebalance_leaders()) == [("many", 0), ("many", 1)]
 
 
-def test_elect_leaders_command(brokers):
+def test_elect_leaders_command(brokers, local_superuser):
     Partition.objects.filter(partition__in=(0, 1)).update(leader=3)
     out = StringIO()
     call_command("elect_leaders", "--topic", "t", "--partition", "0", stdout=out)

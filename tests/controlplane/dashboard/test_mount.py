@@ -1,4 +1,6 @@
-"""The dashboard is served by the project's WSGI app at /dashboard/, only to logged-in users."""
+"""The dashboard is served by the project's WSGI app at /dashboard/, only to logged-in users with a role, inside
+the console's navigation; its callbacks read the metadata store and the metrics rollups, and its one action
+(preferred leader election) goes through the same check and audit call as the console's."""
 
 import json
 
@@ -6,36 +8,42 @@ import pytest
 from django.test import Client as DjangoClient
 from werkzeug.test import Client
 
+from controlplane.access.actions import Role
+from controlplane.audit.models import AuditEntry
+from controlplane.topics.models import Partition
 from controlplane.wsgi import application
-from tests.conftest import PASSWORD
-from webui import ids
+from tests.conftest import user_with_role
+from tests.support.dash_client import DashCallbacks
 
 # The mount sends Django's request signals, which close the connection after each request (as in production);
 # only a transactional test database survives that.
 pytestmark = pytest.mark.django_db(transaction=True)
+PAGES = ("", "throughput", "lag", "partitions", "disk", "reassignments")
 
 
-@pytest.fixture
-def logged_in(user):
+def dashboard_client(user) -> Client:
     django_client = DjangoClient()
-    assert django_client.login(username="operator", password=PASSWORD)
+    django_client.force_login(user)
     client = Client(application)
     client.set_cookie("sessionid", django_client.cookies["sessionid"].value)
     return client
 
 
-def refresh_request(n_intervals: int = 1) -> dict:
-    layout_outputs = [ids.BROKERS_RUNNING, ids.TOPICS, ids.PARTITIONS, ids.UNDER_REPLICATED, ids.OFFLINE]
-    outputs = [{"id": i, "property": "children"} for i in layout_outputs] + [
-        {"id": ids.BROKER_LOAD, "property": "figure"}, {"id": ids.HEALTH_HISTORY, "property": "figure"},
-        {"id": ids.REFRESHED, "property": "children"}]
-    return {
-        "output": ".." + "...".join(f"{o['id']}.{o['property']}" for o in outputs) + "..",
-        "outputs": outputs,
-        "inputs": [{"id": ids.INTERVAL, "property": "n_intervals", "value": n_intervals}],
-        "changedPropIds": [f"{ids.INTERVAL}.n_intervals"],
-        "state": [],
-    }
+def dash_callbacks(client: Client) -> DashCallbacks:
+    def post(path, body):
+        response = client.post(path, json=body)
+        return response.status_code, response.data
+    return DashCallbacks(lambda path: client.get(path).get_json(), post)
+
+
+@pytest.fixture
+def logged_in(user):
+    return dashboard_client(user)
+
+
+@pytest.fixture
+def callbacks(logged_in):
+    return dash_callbacks(logged_in)
 
 
 def test_anonymous_users_are_sent_to_the_login_page():
@@ -47,7 +55,7 @@ def test_anonymous_users_are_sent_to_the_login_page():
 def test_anonymous_dash_requests_are_refused():
     client = Client(application)
     assert client.get("/dashboard/_dash-layout").status_code == 401
-    assert client.post("/dashboard/_dash-update-component", json=refresh_request()).status_code == 401
+    assert client.post("/dashboard/_dash-update-component", json={}).status_code == 401
 
 
 def test_a_forged_session_cookie_is_refused():
@@ -56,23 +64,95 @@ def test_a_forged_session_cookie_is_refused():
     assert client.get("/dashboard/").status_code == 302
 
 
-def test_logged_in_users_get_the_dashboard(logged_in):
-    page = logged_in.get("/dashboard/")
-    assert page.status_code == 200
-    assert b"/dashboard/_dash-component-suites/" in page.data
-    layout = logged_in.get("/dashboard/_dash-layout").get_json()
-    assert "Cluster dashboard" in json.dumps(layout)
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_is_served_with_the_console_navigation(logged_in, page):
+    assert logged_in.get(f"/dashboard/{page}").status_code == 200
+    layout = json.dumps(logged_in.get("/dashboard/_dash-layout").get_json())
+    for section in ("Overview", "Brokers", "Topics", "Consumer groups", "Dashboard", "Log out", "operator"):
+        assert section in layout
+    assert "console/console.css" in logged_in.get(f"/dashboard/{page}").get_data(as_text=True)
 
 
-def test_refresh_callback_reads_the_metadata_store(logged_in, cluster):
-    response = logged_in.post("/dashboard/_dash-update-component", json=refresh_request(3))
-    assert response.status_code == 200, response.data
-    body = response.get_json()["response"]
-    assert body[ids.BROKERS_RUNNING]["children"] == f"{cluster['running']} / {cluster['brokers']}"
-    assert body[ids.PARTITIONS]["children"] == str(cluster["partitions"])
-    assert body[ids.OFFLINE]["children"] == str(cluster["offline"])
-    bars = body[ids.BROKER_LOAD]["figure"]["data"]
+def test_overview_reads_the_metadata_store(callbacks, cluster):
+    status, raw = callbacks.call("overview-throughput.figure", {"shell-interval.n_intervals": 3,
+                                                                "shell-timezone.data": "Europe/Berlin"})
+    assert status == 200, raw
+    body = json.loads(raw)["response"]
+    tiles = json.dumps(body["overview-tile-brokers"])
+    assert f"{cluster['running']} / {cluster['brokers']}" in tiles
+    assert json.dumps(body["overview-tile-offline"]).count(str(cluster["offline"])) >= 1
+    bars = body["overview-load"]["figure"]["data"]
     assert bars[0]["name"] == "leader partitions"
     assert list(bars[0]["y"]) == [2, 1, 1]  # leaders of orders-0/payments-0, orders-1, orders-2
     assert list(bars[1]["y"]) == [4, 3, 3]
-    assert body[ids.REFRESHED]["children"].startswith("refresh #3")
+    throughput = body["overview-throughput"]["figure"]
+    assert throughput["data"] == []  # nothing recorded: the empty state says why
+    assert "consume_metrics" in throughput["layout"]["annotations"][0]["text"]
+
+
+def test_reassignments_page_says_why_it_is_empty(callbacks):
+    status, raw = callbacks.call("reassignments-list.children", {"shell-interval.n_intervals": 1})
+    assert status == 200
+    assert "cannot reassign partitions yet" in raw.decode()
+
+
+def test_users_without_a_role_are_refused(db):
+    response = dashboard_client(user_with_role("nobody", None)).get("/dashboard/")
+    assert response.status_code == 403
+    assert response.text == "Reading the cluster's metadata, groups, lag and audit log needs the viewer role; " \
+                            "you have no role."
+
+
+def test_dashboard_answers_carry_the_consoles_security_headers(logged_in):
+    for response in (logged_in.get("/dashboard/"), Client(application).get("/dashboard/")):
+        assert response.headers["X-Frame-Options"] == "DENY"
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert response.headers["Referrer-Policy"] == "same-origin"
+
+
+def overview_layout(client: Client) -> dict:
+    """The Overview page's layout as the browser gets it when it opens the page (built per request)."""
+    status, raw = dash_callbacks(client).call("_pages_content.children", {"_pages_location.pathname": "/dashboard/"})
+    assert status == 200, raw
+    return json.loads(raw)["response"]["_pages_content"]["children"]
+
+
+def elect_button(client: Client) -> dict:
+    return next(c["props"] for c in _components(overview_layout(client))
+                if c.get("props", {}).get("id") == "overview-elect-leaders")
+
+
+def _components(node):
+    if isinstance(node, dict):
+        yield node
+        yield from _components(node.get("props", {}).get("children"))
+    elif isinstance(node, list):
+        for child in node:
+            yield from _components(child)
+
+
+def click_elect(client: Client) -> str:
+    status, raw = dash_callbacks(client).call("overview-elect-leaders-outcome.children",
+                                              {"overview-elect-leaders.n_clicks": 1})
+    assert status == 200, raw
+    return json.loads(raw)["response"]["overview-elect-leaders-outcome"]["children"]
+
+
+def test_a_viewer_sees_the_election_button_disabled_and_is_refused(cluster):
+    Partition.objects.filter(topic__name="orders", partition=0).update(leader=2)
+    viewer = dashboard_client(user_with_role("vera", Role.VIEWER))
+    button = elect_button(viewer)
+    assert button["disabled"] is True
+    assert button["title"] == "Preferred leader election needs the operator role; your role is viewer."
+    assert click_elect(viewer) == button["title"]  # a forged click is refused by the same check
+    assert Partition.objects.get(topic__name="orders", partition=0).leader == 2
+    entry = AuditEntry.objects.get()
+    assert (entry.actor, entry.source, entry.action, entry.result) == ("vera", "dash", "elect_preferred_leaders",
+                                                                       "refused")
+
+
+def test_an_operator_elects_preferred_leaders_from_the_dashboard(logged_in, cluster):
+    Partition.objects.filter(topic__name="orders", partition=0).update(leader=2)
+    assert elect_button(logged_in)["disabled"] is False
+    assert click_elect(logged_in).startswith("Elected the preferred leader of 1 partition(s)")
+    assert Partition.objects.get(topic__name="orders", partition=0).leader == 1

@@ -15,7 +15,7 @@ T0, T1 = TopicPartition("clicks", 0), TopicPartition("clicks", 1)
 
 
 @pytest.fixture
-def cluster_with_groups(connected_to_fake, db):
+def cluster_with_groups(connected_to_fake, local_superuser):
     """clicks-0: offsets 0-9; clicks-1: offsets 3-7. 'reports' (Empty) committed 2 and 4; 'stream' (Stable) has one
     member owning both partitions and committed clicks-0 at 9."""
     fake = connected_to_fake

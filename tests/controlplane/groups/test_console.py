@@ -4,7 +4,6 @@ import pytest
 from django.test import Client
 
 from controlplane.groups.kafka_client import Member, TopicPartition
-from tests.conftest import PASSWORD
 from tests.controlplane.groups.conftest import FakeLog
 
 E0, E1 = TopicPartition("events", 0), TopicPartition("events", 1)
@@ -13,7 +12,7 @@ E0, E1 = TopicPartition("events", 0), TopicPartition("events", 1)
 @pytest.fixture
 def client(user):
     client = Client()
-    assert client.login(username="operator", password=PASSWORD)
+    client.force_login(user)
     return client
 
 

@@ -3,6 +3,8 @@ from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from controlplane.access import actions
+from controlplane.access.rest import ActionViewMixin
 from controlplane.core.errors import KafkaApiError
 
 from ..services import GroupService
@@ -17,7 +19,6 @@ from .serializers import (
 _GROUP_ID = OpenApiParameter("group_id", str, OpenApiParameter.PATH, description="the consumer group id")
 _UNREACHABLE = OpenApiResponse(ErrorSerializer, description="the cluster or the group's coordinator is unreachable")
 _NOT_FOUND = OpenApiResponse(ErrorSerializer, description="no such group (GROUP_ID_NOT_FOUND)")
-
 
 
 def _one_line(errors: dict) -> str:
@@ -40,12 +41,17 @@ def _one_line(errors: dict) -> str:
     destroy=extend_schema(summary="Delete an inactive group and its offsets (--delete)", parameters=[_GROUP_ID],
                           responses={204: None, 404: _NOT_FOUND, 409: ErrorSerializer, 503: _UNREACHABLE}),
 )
-class GroupViewSet(viewsets.GenericViewSet):
-    """Consumer groups, read from the brokers over the Kafka protocol (the control plane as an admin client)."""
+class GroupViewSet(ActionViewMixin, viewsets.GenericViewSet):
+    """Consumer groups, read from the brokers over the Kafka protocol (the control plane as an admin client).
+    Resets (also dry runs) need the operator role, and so do deletions."""
 
     lookup_field = "group_id"
     lookup_value_regex = r"[^/]+"
     filter_backends = ()
+    mutations = {"destroy": actions.DELETE_CONSUMER_GROUP, "reset_offsets": actions.RESET_OFFSETS}
+
+    def audit_target(self) -> str:
+        return f"group:{self.kwargs['group_id']}"
 
     def handle_exception(self, exc):
         if isinstance(exc, KafkaApiError):
@@ -60,7 +66,8 @@ class GroupViewSet(viewsets.GenericViewSet):
         return Response(GroupDetailSerializer(GroupService.connected().describe_group(group_id)).data)
 
     def destroy(self, request, group_id: str):
-        GroupService.connected().delete_group(group_id)
+        with self.audited_change() as change:
+            change.before = {"offsets": GroupService.connected().delete_group(group_id)}
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
@@ -79,7 +86,11 @@ class GroupViewSet(viewsets.GenericViewSet):
         body = ResetOffsetsRequestSerializer(data=request.data)
         if not body.is_valid():
             raise KafkaApiError("INVALID_REQUEST", _one_line(body.errors), 400)
-        plan = GroupService.connected().reset_offsets(group_id, body.validated_data["scope"],
-                                                      body.validated_data["reset_spec"],
-                                                      execute=not body.validated_data["dry_run"])
+        service, scope, spec = GroupService.connected(), body.validated_data["scope"], body.validated_data["reset_spec"]
+        if body.validated_data["dry_run"]:
+            plan = service.reset_offsets(group_id, scope, spec, execute=False)
+        else:
+            with self.audited_change() as change:
+                plan = service.reset_offsets(group_id, scope, spec, execute=True)
+                change.before, change.after = plan.audit_states()
         return Response(ResetPlanSerializer(plan).data)

@@ -1,14 +1,15 @@
-"""`manage.py elect_leaders [--election-type preferred|unclean] [--topic T [--partition P]]`: Kafka's
-kafka-leader-election.sh against the metadata store (default: preferred election for every partition)."""
+"""`manage.py elect_leaders [--election-type preferred|unclean] [--topic T [--partition P]] [--as USER]`: Kafka's
+kafka-leader-election.sh against the metadata store (default: preferred election for every partition). Checked
+for, and recorded as, the `--as` user (unclean elections need the admin role)."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from controlplane.access.commands import ActorCommand
 from controlplane.controller import election
 from controlplane.core.errors import KafkaApiError
-from controlplane.topics.models import Partition
 
 
-class Command(BaseCommand):
+class Command(ActorCommand):
     help = "Elect preferred (or, with --election-type unclean, any live) leaders."
 
     def add_arguments(self, parser):
@@ -22,11 +23,11 @@ class Command(BaseCommand):
             raise CommandError("--partition needs --topic")
         targets = None
         if topic is not None:
-            numbers = [partition] if partition is not None else \
-                list(Partition.objects.filter(topic__name=topic).values_list("partition", flat=True))
-            targets = [(topic, n) for n in numbers] or [(topic, 0)]
+            targets = [(topic, partition)] if partition is not None else election.topic_targets(topic)
         try:
-            results = election.elect_leaders(election_type, targets)
+            with self.audited(election.election_action(election_type), election.audit_target(targets)) as change:
+                results = election.elect_leaders(election_type, targets)
+                change.before, change.after = election.audit_states(results)
         except KafkaApiError as e:
             raise CommandError(f"{e.error}: {e.message}") from None
         for r in results:

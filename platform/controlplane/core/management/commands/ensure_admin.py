@@ -7,6 +7,7 @@ the user is created. With STROM_ADMIN_PASSWORD set, an existing admin's password
 import os
 import secrets
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
@@ -15,7 +16,7 @@ class Command(BaseCommand):
     help = "Create the admin user if missing (password: $STROM_ADMIN_PASSWORD or generated and printed once)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--username", default=os.environ.get("STROM_ADMIN_USER", "admin"))
+        parser.add_argument("--username", default=settings.STROM_ADMIN_USER)
 
     def handle(self, *args, username: str, **options):
         users = get_user_model().objects

@@ -8,10 +8,14 @@
     consumer_groups --delete --group G
 
 `--bootstrap-server` overrides where to connect (default: STROM_BOOTSTRAP_SERVERS, else the running brokers).
+Resets (also dry runs) and deletions are checked for, and recorded as, the `--as` user (default: the local
+superuser).
 """
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from controlplane.access import actions
+from controlplane.access.commands import ActorCommand
 from controlplane.core.errors import KafkaApiError
 from controlplane.groups import kafka_client
 from controlplane.groups.reset import ResetKind, ResetSpec, Scope, parse_spec, parse_topic_arguments
@@ -31,7 +35,7 @@ def table(headers: tuple[str, ...], rows: list[tuple]) -> str:
     return "\n".join(" ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells)
 
 
-class Command(BaseCommand):
+class Command(ActorCommand):
     help = "List, describe, reset the offsets of, and delete consumer groups (like kafka-consumer-groups.sh)."
 
     def add_arguments(self, parser):
@@ -77,12 +81,24 @@ class Command(BaseCommand):
             elif options["describe"]:
                 self._describe(service, options["group"])
             elif reset:
-                self._write_plan(service.reset_offsets(options["group"], *reset, execute=options["execute"]))
+                self._write_plan(self._reset(service, options["group"], reset, options["execute"]))
             else:
-                service.delete_group(options["group"])
+                with self.audited(actions.DELETE_CONSUMER_GROUP, f"group:{options['group']}") as change:
+                    change.before = {"offsets": service.delete_group(options["group"])}
                 self.stdout.write(f"Deletion of requested consumer groups ('{options['group']}') was successful.")
         except KafkaApiError as e:
             raise CommandError(f"{e.error}: {e.message}") from None
+
+    def _reset(self, service: GroupService, group_id: str, reset: tuple[Scope, ResetSpec], execute: bool
+               ) -> ResetPlan:
+        target = f"group:{group_id}"
+        if not execute:
+            self.authorize(actions.RESET_OFFSETS, target)
+            return service.reset_offsets(group_id, *reset, execute=False)
+        with self.audited(actions.RESET_OFFSETS, target) as change:
+            plan = service.reset_offsets(group_id, *reset, execute=True)
+            change.before, change.after = plan.audit_states()
+        return plan
 
     def _list(self, service: GroupService, with_state: bool) -> None:
         groups = service.list_groups()

@@ -28,11 +28,9 @@ class Deadlines:
         if self._on_armed is not None:
             self._on_armed(deadline_ms)
 
-    def arm_in(self, delay_ms: int, action: Callable[[], None]) -> int:
-        """`arm` at now + `delay_ms`; returns the deadline."""
-        deadline = self._clock.monotonic_ms() + delay_ms
-        self.arm(deadline, action)
-        return deadline
+    def arm_in(self, delay_ms: int, action: Callable[[], None]) -> None:
+        """`arm` at now + `delay_ms`."""
+        self.arm(self._clock.monotonic_ms() + delay_ms, action)
 
     def token(self) -> int:
         """A fresh token, for an action to recognise whether it is still the current one."""

@@ -37,7 +37,7 @@ VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
 }
 
 
-def settle(future: asyncio.Future[Outcome] | None, outcome: Outcome | errors.GroupError) -> None:
+def _settle(future: asyncio.Future[Outcome] | None, outcome: Outcome | errors.GroupError) -> None:
     """Answer a parked JoinGroup/SyncGroup (a result, or the error it fails with) unless already answered."""
     if future is None or future.done():
         return
@@ -74,12 +74,12 @@ class Member:
     def complete_join(self, outcome: JoinGroupResult | errors.GroupError) -> None:
         """Answer the member's parked JoinGroup, if any; it is no longer awaiting join."""
         future, self.join_future = self.join_future, None
-        settle(future, outcome)
+        _settle(future, outcome)
 
     def complete_sync(self, outcome: SyncGroupResult | errors.GroupError) -> None:
         """Answer the member's parked SyncGroup, if any; it is no longer awaiting sync."""
         future, self.sync_future = self.sync_future, None
-        settle(future, outcome)
+        _settle(future, outcome)
 
 
 @dataclass(eq=False)

@@ -225,7 +225,7 @@ class ReplicaManager:
                     outcomes[entry.position] = RequestTimedOutError(
                         f"{partition.key}: offset {result.last_offset} not replicated within {timeout_ms} ms")
                     break
-                future = self.produce_purgatory.watch(partition.key, Offset(result.last_offset + 1))
+                future = self.produce_purgatory.watch(partition.key, result.last_offset + 1)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(remaining):
                         await future

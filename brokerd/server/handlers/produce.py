@@ -107,9 +107,8 @@ async def handle(request, context: RequestContext) -> object:
     else:
         refusal = None
     responses: list[tuple[str, list[object]]] = []
-    entries: list[tuple[str, int, bytes]] = []
-    answered_at: list[tuple[list[object], int]] = []
-    """Per entry: the topic's results and the position its answer takes there."""
+    entries: list[tuple[str, int, bytes]] = []  # (topic, partition, batch) for the replica manager
+    answered_at: list[tuple[list[object], int]] = []  # per entry: its topic's results, the position of its answer
     for topic in request.topic_data:
         results: list[object] = []
         internal = is_internal(topic.name)

@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark clean
+.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-latency clean
 
 # Reinstall only when the pins or the packaging change.
 $(STAMP): requirements.txt pyproject.toml
@@ -42,6 +42,10 @@ bench-lag: $(STAMP)
 
 bench-spark: $(STAMP)
 	$(BIN)/python -m bench.spark
+
+# Produce latency at fixed rates (acks=1/all, make run's cluster and a standalone broker) beside the loopback floor.
+bench-latency: $(STAMP)
+	$(BIN)/python -m bench.latency
 
 bench: $(STAMP)
 	@scripts/ensure_system_packages.sh test

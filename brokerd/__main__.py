@@ -13,6 +13,7 @@ import signal
 import sys
 from pathlib import Path
 
+from brokerd import slow_callbacks
 from brokerd.config import ConfigError, build_config, load_properties
 
 
@@ -68,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     async def run() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+        if config.slow_callback_ms:
+            slow_callbacks.install(config.slow_callback_ms)
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         await run_until_stopped(Broker(config), stop)

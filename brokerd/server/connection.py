@@ -1,7 +1,12 @@
-"""One client connection: framing, sequential in-order request processing, response writing.
+"""One client connection: framing, in-order request processing, response writing.
 
-Requests on a connection are processed one at a time in arrival order (Kafka mutes a channel the same
-way), so responses leave in request order; the client may pipeline as many requests as it likes.
+Requests on a connection start in arrival order, one after the other, and responses leave in request
+order; the client may pipeline as many requests as it likes. A request starts once the one before it
+completed or *released* the connection: a handler calls `RequestContext.release` when all that is left of
+its request is a wait later requests cannot change — an acks=all produce whose batches are appended and
+wait for replication. So a producer's next request is appended while the previous one waits (Kafka mutes
+the channel until the response is sent, which adds a whole replication round trip per queued request); at
+most `MAX_PIPELINED_REQUESTS` are in progress at once.
 Received frames queue up to `MAX_QUEUED_FRAMES`, then reading pauses (backpressure). Response chunks
 are written with `transport.write`, storage file regions with `loop.sendfile` (os.sendfile on plain
 TCP: zero copy). A bad size prefix or an undecodable request closes only this connection.
@@ -21,6 +26,17 @@ from brokerd.server.response import Chunk
 log = logging.getLogger(__name__)
 
 MAX_QUEUED_FRAMES = 64
+MAX_PIPELINED_REQUESTS = 16
+
+
+class _Request:
+    """A request in progress: its dispatch task, and whether it let the next request start."""
+
+    __slots__ = ("task", "released")
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[list[Chunk] | None] | None = None
+        self.released = False
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -30,7 +46,8 @@ class KafkaConnection(asyncio.Protocol):
         self._decoder = FrameDecoder(max_frame_bytes)
         self._on_close = on_close
         self._frames: deque[bytes] = deque()
-        self._frame_ready = asyncio.Event()
+        self._progress = asyncio.Event()
+        """Set when a frame arrives, a request completes or releases the connection, or the connection ends."""
         self._writable = asyncio.Event()
         self._writable.set()
         self._transport: asyncio.Transport | None = None
@@ -39,7 +56,7 @@ class KafkaConnection(asyncio.Protocol):
         self._reading_paused = False
         self._stopping = False
         self.busy = False
-        """True while a request is being processed or answered."""
+        """True while requests are being processed or answered."""
         self.last_active = 0.0
         """loop.time() of the last byte received or request completed."""
 
@@ -63,14 +80,14 @@ class KafkaConnection(asyncio.Protocol):
         if not frames:
             return
         self._frames.extend(frames)
-        self._frame_ready.set()
+        self._progress.set()
         if len(self._frames) >= MAX_QUEUED_FRAMES and not self._reading_paused:
             self._reading_paused = True
             self._transport.pause_reading()  # type: ignore[union-attr]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
-        self._frame_ready.set()
+        self._progress.set()
         self._writable.set()
         if self._task is not None and not self.busy:
             self._task.cancel()
@@ -97,7 +114,7 @@ class KafkaConnection(asyncio.Protocol):
         if self._transport is not None and not self._reading_paused:
             self._reading_paused = True
             self._transport.pause_reading()
-        self._frame_ready.set()
+        self._progress.set()
         if self._task is not None:
             await asyncio.shield(self._task)
 
@@ -108,34 +125,50 @@ class KafkaConnection(asyncio.Protocol):
 
     # processing
     async def _process(self) -> None:
+        """Start requests in order (each once the previous completed or released), answer them in order."""
+        in_progress: deque[_Request] = deque()
         try:
-            while self._transport is not None:
-                if not self._frames:
-                    if self._stopping:
-                        break
-                    self._frame_ready.clear()
-                    await self._frame_ready.wait()
-                    continue
-                frame = self._frames.popleft()
-                if self._reading_paused and not self._stopping and len(self._frames) < MAX_QUEUED_FRAMES // 2:
-                    self._reading_paused = False
-                    self._transport.resume_reading()
-                self.busy = True
-                try:
-                    chunks = await self._dispatcher.dispatch(frame, self._client_host)
-                    if chunks is not None:
+            while True:
+                while in_progress and in_progress[0].task.done():  # type: ignore[union-attr]
+                    chunks = in_progress.popleft().task.result()  # type: ignore[union-attr]
+                    if chunks is not None and self._transport is not None:
                         await self._write(chunks)
-                except MalformedRequestError as exc:
-                    self._abort(str(exc))
-                    break
-                finally:
-                    self.busy = False
                     self.last_active = asyncio.get_running_loop().time()
+                self.busy = bool(in_progress)
+                if self._transport is None or (self._stopping and not in_progress and not self._frames):
+                    break
+                if self._frames and len(in_progress) < MAX_PIPELINED_REQUESTS and (
+                        not in_progress or in_progress[-1].released):
+                    in_progress.append(self._start(self._frames.popleft()))
+                    self.busy = True
+                    continue
+                self._progress.clear()
+                await self._progress.wait()
+        except MalformedRequestError as exc:
+            self._abort(str(exc))
         except (ConnectionError, OSError) as exc:
             self._abort(f"write failed: {exc}")
         finally:
+            self.busy = False
+            for request in in_progress:  # the connection is gone: their outcomes have nowhere to go
+                request.task.add_done_callback(_discard_outcome)  # type: ignore[union-attr]
             if self._stopping:
                 self.close()
+
+    def _start(self, frame: bytes) -> _Request:
+        if self._reading_paused and not self._stopping and len(self._frames) < MAX_QUEUED_FRAMES // 2:
+            self._reading_paused = False
+            self._transport.resume_reading()  # type: ignore[union-attr]
+        request = _Request()
+
+        def release() -> None:
+            request.released = True
+            self._progress.set()
+
+        request.task = asyncio.get_running_loop().create_task(self._dispatcher.dispatch(frame, self._client_host,
+                                                                                        release))
+        request.task.add_done_callback(lambda _: self._progress.set())
+        return request
 
     async def _write(self, chunks: list[Chunk]) -> None:
         transport = self._transport
@@ -158,3 +191,8 @@ class KafkaConnection(asyncio.Protocol):
             transport.writelines(pending)
         if not self._writable.is_set():
             await self._writable.wait()
+
+
+def _discard_outcome(task: asyncio.Task) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log it as never retrieved

@@ -41,23 +41,25 @@ class Dispatcher:
         self._seen: set[tuple[str | None, int, int]] = set()
         """(client id, api_key, version) received so far, each logged once."""
 
-    async def dispatch(self, frame: bytes, client_host: str) -> list[Chunk] | None:
-        """The size-prefixed response chunks for one request frame, or None if none is due.
+    async def dispatch(self, frame: bytes, client_host: str, release: Callable[[], None] = lambda: None
+                       ) -> list[Chunk] | None:
+        """The size-prefixed response chunks for one request frame, or None if none is due. `release` is the
+        handler's `RequestContext.release` (the connection may start the next request).
         Raises MalformedRequestError when the connection must be closed. Timed per API (`services.requests`)."""
         requests = self._services.requests
         if requests is None:
-            return await self._dispatch(frame, client_host)
+            return await self._dispatch(frame, client_host, release)
         started = time.perf_counter()
         api_key, api_version, _ = peek_api(frame)
         try:
-            return await self._dispatch(frame, client_host)
+            return await self._dispatch(frame, client_host, release)
         except MalformedRequestError:
             requests.failed(api_key)
             raise
         finally:
             requests.observe(api_key, api_version, time.perf_counter() - started)
 
-    async def _dispatch(self, frame: bytes, client_host: str) -> list[Chunk] | None:
+    async def _dispatch(self, frame: bytes, client_host: str, release: Callable[[], None]) -> list[Chunk] | None:
         api_key, api_version, correlation_id = peek_api(frame)
         supported = SUPPORTED_APIS.get(api_key)
         handler = self._handlers.get(api_key)
@@ -73,7 +75,7 @@ class Dispatcher:
         if seen not in self._seen and len(self._seen) < MAX_LOGGED_VERSIONS:
             self._seen.add(seen)
             log.info("first %s v%d request from client_id %r", ApiKey(api_key).name, api_version, header.client_id)
-        context = RequestContext(self._services, header, client_host, response_schema(codec.response_type))
+        context = RequestContext(self._services, header, client_host, response_schema(codec.response_type), release)
         try:
             response = await handler(request, context)
         except Exception:

@@ -61,8 +61,9 @@ def _runqueue_wait_reader() -> Callable[[], int] | None:
     return waited_ns
 
 
-def install(threshold_ms: float) -> None:
-    """Log every callback run on this thread that holds the loop for `threshold_ms` or more (see module)."""
+def install(threshold_ms: float) -> Callable[[], None]:
+    """Log every callback run on this thread that holds the loop for `threshold_ms` or more (see module).
+    Returns the function that uninstalls the watch."""
     threshold_s = threshold_ms / 1000
     waited_ns = _runqueue_wait_reader()
     watched = threading.get_ident()
@@ -84,3 +85,8 @@ def install(threshold_ms: float) -> None:
                                 held * 1000, wall * 1000)
 
     asyncio.Handle._run = timed_run  # noqa: SLF001
+
+    def uninstall() -> None:
+        asyncio.Handle._run = run  # noqa: SLF001
+
+    return uninstall

@@ -18,6 +18,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
+from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.errors import InvalidFrameError, MalformedRequestError
 from brokerd.protocol.framing import FrameDecoder
 from brokerd.server.dispatcher import Dispatcher
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 
 MAX_QUEUED_FRAMES = 64
 MAX_PIPELINED_REQUESTS = 16
+_API_NAMES = {key.value: key.name for key in ApiKey}
+"""Request tasks are named by API (what `brokerd.slow_callbacks` and task dumps show)."""
 
 
 class _Request:
@@ -165,8 +168,9 @@ class KafkaConnection(asyncio.Protocol):
             request.released = True
             self._progress.set()
 
-        request.task = asyncio.get_running_loop().create_task(self._dispatcher.dispatch(frame, self._client_host,
-                                                                                        release))
+        request.task = asyncio.get_running_loop().create_task(
+            self._dispatcher.dispatch(frame, self._client_host, release),
+            name=f"{_API_NAMES.get(int.from_bytes(frame[:2]), 'request')} from {self._client_host}")
         request.task.add_done_callback(lambda _: self._progress.set())
         return request
 

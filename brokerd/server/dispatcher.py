@@ -8,8 +8,13 @@ knows it and the API has a top-level error code; otherwise, like Kafka, the conn
 (`MalformedRequestError`). Unexpected handler failures are logged and answered the same way with
 UNKNOWN_SERVER_ERROR. The first request of each (client id, API, version) is logged at INFO, so the
 versions each client sends show in the broker's log (for at most `MAX_LOGGED_VERSIONS` combinations).
+
+The kio schema of an (API, version) is loaded on its first request, in a worker thread: importing it
+costs tens of milliseconds (hundreds on a loaded machine), which would stall every connection of the
+loop; meanwhile only that request waits.
 """
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -20,8 +25,8 @@ from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.api_versions import SUPPORTED_APIS, advertised_api_versions
 from brokerd.protocol.error_response import build_error_response, has_top_level_error
 from brokerd.protocol.errors import MalformedRequestError
-from brokerd.protocol.messages import frame_response, message_codec, parse_request_header, peek_api
-from brokerd.protocol.responses import response_schema
+from brokerd.protocol.messages import MessageCodec, frame_response, message_codec, parse_request_header, peek_api
+from brokerd.protocol.responses import MessageSchema, response_schema
 from brokerd.server.context import BrokerServices, RequestContext
 from brokerd.server.response import NO_RESPONSE, Chunk, RawResponse
 
@@ -40,6 +45,8 @@ class Dispatcher:
         self._handlers = handlers
         self._seen: set[tuple[str | None, int, int]] = set()
         """(client id, api_key, version) received so far, each logged once."""
+        self._codecs: dict[tuple[int, int], tuple[MessageCodec, MessageSchema]] = {}
+        """(api_key, version) → its codec and response schema, once loaded."""
 
     async def dispatch(self, frame: bytes, client_host: str, release: Callable[[], None] = lambda: None
                        ) -> list[Chunk] | None:
@@ -67,15 +74,17 @@ class Dispatcher:
             raise MalformedRequestError(f"unsupported API key {api_key}")
         if api_version not in supported:
             return self._unsupported_version(api_key, api_version, correlation_id)
-        codec = message_codec(api_key, api_version)
-        assert codec is not None, f"kio lacks {api_key} v{api_version}"
+        loaded = self._codecs.get((api_key, api_version))
+        if loaded is None:
+            loaded = self._codecs[api_key, api_version] = await asyncio.to_thread(_load_codec, api_key, api_version)
+        codec, schema = loaded
         header, offset = parse_request_header(frame, codec.flexible)
         request = codec.decode_request(frame, offset)
         seen = (header.client_id, api_key, api_version)
         if seen not in self._seen and len(self._seen) < MAX_LOGGED_VERSIONS:
             self._seen.add(seen)
             log.info("first %s v%d request from client_id %r", ApiKey(api_key).name, api_version, header.client_id)
-        context = RequestContext(self._services, header, client_host, response_schema(codec.response_type), release)
+        context = RequestContext(self._services, header, client_host, schema, release)
         try:
             response = await handler(request, context)
         except Exception:
@@ -105,3 +114,10 @@ class Dispatcher:
         if api_key == ApiKey.API_VERSIONS:
             response = type(response)(error_code=error, api_keys=advertised_api_versions())
         return [codec.encode_response(correlation_id, response)]
+
+
+def _load_codec(api_key: int, version: int) -> tuple[MessageCodec, MessageSchema]:
+    """The codec and response schema of a served (api_key, version); imports kio's modules (worker thread)."""
+    codec = message_codec(api_key, version)
+    assert codec is not None, f"kio lacks {api_key} v{version}"
+    return codec, response_schema(codec.response_type)

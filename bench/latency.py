@@ -283,9 +283,13 @@ def main() -> int:
         with start() as bootstrap:
             for acks in acks_list:
                 for rate in rates:
-                    topic = create_topic(bootstrap, replication_factor, configs)
-                    run = produce_at_rate(bootstrap, topic, rate, acks, seconds)
                     label = f"{name} RF{replication_factor} acks={acks}"
+                    try:
+                        run = produce_at_rate(bootstrap, create_topic(bootstrap, replication_factor, configs), rate,
+                                              acks, seconds)
+                    except Exception as exc:  # noqa: BLE001 - one failed run must not hide the others' figures
+                        print(f"  {label} {rate}/s failed: {exc}", flush=True)
+                        continue
                     results.append(Latencies(label, rate, run.achieved_rate, run.samples_ms))
                     print(f"  {label} {rate}/s: p50 {run.quantile(0.5):.2f} p99 {run.quantile(0.99):.2f} "
                           f"p99.9 {run.quantile(0.999):.2f} max {run.max:.2f} ms", flush=True)

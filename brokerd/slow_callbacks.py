@@ -10,6 +10,9 @@ includes every task step — but subtracts the time the loop's thread waited for
 computing, blocking in a system call (a read, an fsync), waiting for the GIL, or collecting garbage.
 Without schedstat (not Linux) it falls back to wall time.
 
+Garbage collections that take the threshold or more are logged too (they run inside whatever callback
+allocated last, so they are also part of that callback's time).
+
 Logged on logger `brokerd.slow_callbacks` at WARNING, one line per slow callback:
 `slow callback: <what> held the loop 7.1 ms (wall 9.3 ms)`; `<what>` names a task step by task name and the
 coroutine's place (`KafkaConnection._process at brokerd/server/connection.py:125`). Debug aid and the test
@@ -18,6 +21,7 @@ thread that calls `install`.
 """
 
 import asyncio
+import gc
 import logging
 import os
 import threading
@@ -84,9 +88,23 @@ def install(threshold_ms: float) -> Callable[[], None]:
                     log.warning("slow callback: %s held the loop %.1f ms (wall %.1f ms)", _describe(handle),
                                 held * 1000, wall * 1000)
 
+    collection_started = 0.0
+
+    def timed_collection(phase: str, info: dict[str, int]) -> None:
+        nonlocal collection_started
+        if threading.get_ident() != watched:
+            return
+        if phase == "start":
+            collection_started = clock()
+        elif (took := clock() - collection_started) >= threshold_s:
+            log.warning("slow callback: garbage collection of generation %d (%d collected) took %.1f ms",
+                        info["generation"], info["collected"], took * 1000)
+
     asyncio.Handle._run = timed_run  # noqa: SLF001
+    gc.callbacks.append(timed_collection)
 
     def uninstall() -> None:
         asyncio.Handle._run = run  # noqa: SLF001
+        gc.callbacks.remove(timed_collection)
 
     return uninstall

@@ -88,17 +88,21 @@ def install(threshold_ms: float) -> Callable[[], None]:
                     log.warning("slow callback: %s held the loop %.1f ms (wall %.1f ms)", _describe(handle),
                                 held * 1000, wall * 1000)
 
-    collection_started = 0.0
+    collection_started = (0.0, 0)
 
     def timed_collection(phase: str, info: dict[str, int]) -> None:
         nonlocal collection_started
         if threading.get_ident() != watched:
             return
         if phase == "start":
-            collection_started = clock()
-        elif (took := clock() - collection_started) >= threshold_s:
-            log.warning("slow callback: garbage collection of generation %d (%d collected) took %.1f ms",
-                        info["generation"], info["collected"], took * 1000)
+            collection_started = (clock(), waited_ns() if waited_ns else 0)
+            return
+        started, waited = collection_started
+        wall = clock() - started
+        held = wall - ((waited_ns() - waited) / 1e9 if waited_ns else 0.0)
+        if held >= threshold_s:
+            log.warning("slow callback: garbage collection of generation %d (%d collected) held the loop %.1f ms "
+                        "(wall %.1f ms)", info["generation"], info["collected"], held * 1000, wall * 1000)
 
     asyncio.Handle._run = timed_run  # noqa: SLF001
     gc.callbacks.append(timed_collection)

@@ -33,7 +33,7 @@ _API_NAMES = {key.value: key.name for key in ApiKey}
 
 
 class _Request:
-    """A request in progress: its dispatch task, and whether it let the next request start."""
+    """A request in progress: its dispatch task, and whether it lets the next request start (released or done)."""
 
     __slots__ = ("task", "released")
 
@@ -171,7 +171,7 @@ class KafkaConnection(asyncio.Protocol):
         request.task = asyncio.get_running_loop().create_task(
             self._dispatcher.dispatch(frame, self._client_host, release),
             name=f"{_API_NAMES.get(int.from_bytes(frame[:2]), 'request')} from {self._client_host}")
-        request.task.add_done_callback(lambda _: self._progress.set())
+        request.task.add_done_callback(lambda _: release())  # a completed request releases too
         return request
 
     async def _write(self, chunks: list[Chunk]) -> None:

@@ -62,6 +62,17 @@ def test_a_released_request_lets_the_next_start_and_answers_stay_in_order():
     asyncio.run(main())
 
 
+def test_a_request_that_completes_unanswered_lets_the_next_start():
+    async def main():
+        dispatcher = ScriptedDispatcher(releases={b"A"})
+        dispatcher.waits = {b"A": asyncio.Event(), b"C": asyncio.Event()}
+        # B completes while A still waits: C starts although B never released
+        answers = await exchange(dispatcher, [b"A", b"B", b"C"], lambda: dispatcher.started == [b"A", b"B", b"C"])
+        assert answers == [b"A", b"B", b"C"]
+
+    asyncio.run(main())
+
+
 def test_a_request_that_does_not_release_holds_the_next():
     async def main():
         dispatcher = ScriptedDispatcher(releases=set())

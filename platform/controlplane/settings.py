@@ -196,9 +196,8 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# Report runs (a Spark JVM of ~1 GB each) go to their own queue, consumed by one worker with -c 1: one at a time.
+# Report runs (a Spark JVM of ~1 GB each) are sent to their own queue, consumed by one worker with -c 1: one at a time.
 STROM_REPORTS_QUEUE = os.environ.get("STROM_REPORTS_QUEUE", "reports")
-CELERY_TASK_ROUTES = {"controlplane.reports.run_report": {"queue": STROM_REPORTS_QUEUE}}
 
 # API tokens: django-rest-knox with Strom's named token model; a token expires only if created with an expiry.
 KNOX_TOKEN_MODEL = "access.ApiToken"

@@ -3,6 +3,7 @@ change state only)."""
 
 import uuid
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
@@ -19,7 +20,8 @@ def start_run(report: str, parameters: dict, trigger: str = Trigger.MANUAL, user
     run = ReportRun.objects.create(report=report, run_id=new_run_id(report), trigger=trigger, requested_by=user,
                                    parameters=check_parameters(report, parameters),
                                    celery_task_id=str(uuid.uuid4()))
-    transaction.on_commit(lambda: run_report.apply_async(args=[run.pk], task_id=run.celery_task_id))
+    transaction.on_commit(lambda: run_report.apply_async(args=[run.pk], task_id=run.celery_task_id,
+                                                         queue=settings.STROM_REPORTS_QUEUE))
     return run
 
 

@@ -16,6 +16,11 @@
     }
     text.textContent = detail;
     element.dataset.status = state.status;
+    var tile = document.getElementById("run-status");  // the run page's status tile
+    if (tile && tile.textContent !== state.status) {
+      tile.textContent = state.status;
+      tile.className = "figure status-" + state.status;
+    }
   }
   function poll(element) {
     fetch(element.dataset.progressUrl, {credentials: "same-origin"})

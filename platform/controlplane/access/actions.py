@@ -5,7 +5,7 @@ An `Action` is one kind of change (or, for `VIEW_CLUSTER`, of reading) a person 
 permission `access.<codename>` that grants it. A role is a Django group holding the permissions of every
 action at or below its level (`roles.sync_roles` keeps the groups equal to this table); superusers may do
 everything. Actions declared here before their feature exists (reading messages, reassignments, alerts,
-reports, topics, configs) are used unchanged by the issues that add them.
+topics, configs) are used unchanged by the issues that add them.
 """
 
 import enum

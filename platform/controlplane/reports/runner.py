@@ -51,8 +51,8 @@ def job_command(run: ReportRun, arguments: list[str]) -> JobCommand:
     """The job's command line: `arguments` are the report's own options (see `inputs.job_arguments`)."""
     argv = [sys.executable, "-m", JOB_MODULES[Report(run.report)], "--run-id", run.run_id,
             "--output", str(reports_dir()), "--master", settings.STROM_SPARK_MASTER, *arguments]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "PYTHONUNBUFFERED": "1", "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
+    env = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
+           **os.environ, "PYTHONUNBUFFERED": "1"}  # a cluster's workers may need their own PYSPARK_PYTHON
     return JobCommand(argv, env)
 
 

@@ -3,6 +3,7 @@ its `__strom_metrics`, the control plane's rollups ingested from them, the conso
 progress bar, the result), the Celery worker of the reports queue on the real Redis, and the Spark jobs it starts
 (local[2]). Screenshots: var/screenshots/reports-*.png. One run of each report: the expensive part is Spark."""
 
+import shutil
 import time
 import uuid
 
@@ -17,7 +18,7 @@ from controlplane.metrics.models import PartitionReplicaSize
 from controlplane.reports.models import ReportRun
 from controlplane.topics.models import Partition, Topic
 from spark_jobs.results import ReportLayout, read_table
-from tests.conftest import SCREENSHOTS
+from tests.conftest import ROOT, SCREENSHOTS
 from tests.controlplane.console.test_browser import log_in
 from tests.support.broker import standalone_broker
 from tests.support.celery_processes import celery_worker
@@ -30,10 +31,20 @@ RUN_TIMEOUT_S = 900  # a run takes 1-2 min on a quiet 2-core machine, 4-10 min a
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
+def work_dir():
+    """Under var/, not pytest's tmp_path: other pytest sessions of the same user on the machine prune old base
+    temp dirs, and this test runs long enough to lose its outputs to them."""
+    directory = ROOT / "var" / f"test-reports-live-{uuid.uuid4().hex[:8]}"
+    directory.mkdir(parents=True)
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def broker(work_dir):
     """A broker with topic `orders` (3 partitions, retention.ms 1 day, some records) and 50 minutes of lag samples:
     group billing on orders-0 OK for 20 minutes, then ERR."""
-    with standalone_broker(tmp_path_factory.mktemp("broker"), {"strom.metrics.sample.interval.ms": "1000"}) as b:
+    with standalone_broker(work_dir / "broker", {"strom.metrics.sample.interval.ms": "1000"}) as b:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         futures = admin.create_topics([NewTopic("orders", 3, 1, config={"retention.ms": "86400000"}),
                                        NewTopic(LAG_SAMPLES_TOPIC, 1, 1)])
@@ -100,18 +111,18 @@ def run_from_console(page, live_app: str, report: str, screenshot: str) -> Repor
     return run
 
 
-def test_reports_run_from_the_console_on_celery_and_spark(broker, live_app, user, page, settings, tmp_path):
+def test_reports_run_from_the_console_on_celery_and_spark(broker, live_app, user, page, settings, work_dir):
     queue = f"reports-test-{uuid.uuid4().hex[:8]}"
-    settings.STROM_REPORTS_DIR, settings.STROM_REPORTS_QUEUE = tmp_path / "reports", queue
+    settings.STROM_REPORTS_DIR, settings.STROM_REPORTS_QUEUE = work_dir / "reports", queue
     broker_id = ingest_metrics(broker.bootstrap)
     orders = Topic.objects.create(name="orders", configs={"retention.ms": "86400000"})
     for p in range(3):
         Partition.objects.create(topic=orders, partition=p, replicas=[broker_id], isr=[broker_id], leader=broker_id)
-    env = {"STROM_REPORTS_DIR": str(tmp_path / "reports"), "STROM_REPORTS_QUEUE": queue,
+    env = {"STROM_REPORTS_DIR": str(work_dir / "reports"), "STROM_REPORTS_QUEUE": queue,
            "STROM_BOOTSTRAP_SERVERS": broker.bootstrap, "STROM_SPARK_MASTER": "local[2]"}
     log_in(page, live_app, "/reports/")
 
-    with celery_worker(queue, tmp_path / "worker.log", env):
+    with celery_worker(queue, work_dir / "worker.log", env):
         lag = run_from_console(page, live_app, "lag", "reports-lag-result.png")
         expect(page.locator("#chart-groups .main-svg").first).to_be_attached()
         expect(page.locator("#run-status")).to_have_text("succeeded")
@@ -119,10 +130,10 @@ def test_reports_run_from_the_console_on_celery_and_spark(broker, live_app, user
         retention = run_from_console(page, live_app, "retention", "reports-retention-result.png")
         expect(page.locator("#table-topics")).to_contain_text("orders")
 
-    groups = read_table(ReportLayout(tmp_path / "reports", "lag"), "groups", lag.run_id).to_pylist()
+    groups = read_table(ReportLayout(work_dir / "reports", "lag"), "groups", lag.run_id).to_pylist()
     assert [(g["group"], g["worst_status"]) for g in groups] == [("billing", "ERR")]
     assert lag.master == "local[2]" and lag.rows["groups"] == 1 and lag.fraction == 1.0
-    topics = read_table(ReportLayout(tmp_path / "reports", "retention"), "topics", retention.run_id).to_pylist()
+    topics = read_table(ReportLayout(work_dir / "reports", "retention"), "topics", retention.run_id).to_pylist()
     assert [(t["topic"], t["partitions"], t["retention_hours"]) for t in topics] == [("orders", 3, 24.0)]
     assert all(t["size_bytes"] > 0 for t in topics)
     csv = page.request.get(f"{live_app}/reports/runs/{retention.pk}/csv/topics/")

@@ -75,7 +75,7 @@ def previews(tables: dict) -> list[TablePreview]:
 
 
 def figures(report: str, tables: dict) -> list[dict]:
-    """Plotly figures (plain dicts for `Plotly.newPlot`) of the charts whose table has rows."""
+    """Plotly figures (plain dicts for `Plotly.newPlot`) of the charts whose table has a value to draw."""
     found = []
     for chart in CHARTS[Report(report)]:
         table = tables.get(chart.table)
@@ -88,6 +88,8 @@ def figures(report: str, tables: dict) -> list[dict]:
                    **({"marker": {"color": STATUS_COLOURS[column.removeprefix("seconds_").upper()]}}
                       if chart.stacked else {})}
                   for column in chart.values if column in table.column_names]
+        if all(value is None for trace in traces for value in trace["x"]):
+            continue  # e.g. days until full before any growth is known: nothing to draw
         found.append({"id": f"chart-{chart.table}", "figure_id": f"figure-chart-{chart.table}", "figure": {
             "data": traces,
             "layout": {"title": {"text": chart.title}, "barmode": "stack" if chart.stacked else "group",

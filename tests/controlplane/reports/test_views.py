@@ -10,6 +10,7 @@ from django.test import Client
 from django_celery_beat.models import PeriodicTask
 
 from controlplane.audit.models import AuditEntry
+from controlplane.reports import presentation
 from controlplane.reports.models import Report, ReportRun, RunStatus
 from spark_jobs.results import ReportLayout, write_csv
 
@@ -53,10 +54,18 @@ def test_a_finished_run_shows_its_tables_and_charts_from_parquet(console, finish
     assert 'id="table-groups"' in page and "<td>billing</td>" in page and "<td>95.5</td>" in page
     assert 'id="figure-chart-groups"' in page and 'id="figure-chart-worst_partitions"' in page
     assert '"name": "ERR"' in page and '"x": [1200.0, 0.0]' in page
+
     csv = console.get(f"/reports/runs/{finished_run.pk}/csv/groups/")
     assert csv["Content-Type"] == "text/csv"
     assert b"".join(csv.streaming_content).decode().splitlines()[1] == '"etl",1800,600,1200,"ERR"'
     assert console.get(f"/reports/runs/{finished_run.pk}/csv/breaches/").status_code == 404
+
+
+def test_a_chart_without_any_value_is_left_out():
+    tables = {"log_dirs": pa.table({"broker": [1], "log_dir": ["/d"],
+                                    "days_until_full": pa.array([None], pa.float64())}),
+              "topics": pa.table({"topic": ["t"], "kept_hours": [72.0], "retention_hours": [24.0]})}
+    assert [chart["id"] for chart in presentation.figures("retention", tables)] == ["chart-topics"]
 
 
 def test_progress_is_served_as_json(console, finished_run):

@@ -54,7 +54,6 @@ def test_a_finished_run_shows_its_tables_and_charts_from_parquet(console, finish
     assert 'id="table-groups"' in page and "<td>billing</td>" in page and "<td>95.5</td>" in page
     assert 'id="figure-chart-groups"' in page and 'id="figure-chart-worst_partitions"' in page
     assert '"name": "ERR"' in page and '"x": [1200.0, 0.0]' in page
-
     csv = console.get(f"/reports/runs/{finished_run.pk}/csv/groups/")
     assert csv["Content-Type"] == "text/csv"
     assert b"".join(csv.streaming_content).decode().splitlines()[1] == '"etl",1800,600,1200,"ERR"'

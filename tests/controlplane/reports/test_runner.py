@@ -88,9 +88,9 @@ def test_cancel_stops_the_job_and_its_children(reports_dir):
 @pytest.mark.django_db
 def test_the_time_limit_fails_the_run_and_stops_the_job(reports_dir):
     pid_file = reports_dir / "child.pid"
-    run = run_fake("hang", reports_dir, 2, "--pid-file", str(pid_file))
+    run = run_fake("hang", reports_dir, 10, "--pid-file", str(pid_file))  # long enough to start its child under load
 
-    assert (run.status, run.error) == (RunStatus.FAILED, "stopped after the time limit of 2 s")
+    assert (run.status, run.error) == (RunStatus.FAILED, "stopped after the time limit of 10 s")
     assert not alive(int(pid_file.read_text()))
 
 

@@ -10,9 +10,9 @@ Rules (each enforced here, each a `DeltaGapError` when violated, after which the
 * a delta from N to V applies to an image of any version in N..V: records are whole new states and the delta
   holds every one changed after N, so applying it to an image newer than N (e.g. one a concurrent request
   already moved on) also gives version V;
-* a partition record applies only to the topic of that name *and id* (a record of a topic since removed or
-  re-created is skipped); a topic record with an id the image does not hold under that name replaces the
-  topic (an empty partition list, which the partition records that follow fill);
+* a partitions record (a topic's changed partitions) applies only to the topic of that name *and id* (one of
+  a topic since removed or re-created is skipped); a topic record with an id the image does not hold under
+  that name replaces the topic (an empty partition list, which the partitions records that follow fill);
 * partition indexes of a topic stay 0..n-1: a record may replace a partition or append the next index; a
   record leaving a gap is an error.
 
@@ -64,8 +64,9 @@ def apply_delta(image: ClusterImage, body: Mapping, *, parse_broker: Callable[[M
                 partitions.pop(record["name"], None)
         elif kind == "topic":
             _apply_topic(topics, partitions, record)
-        elif kind == "partition":
-            _apply_partition(topics, partitions, parse_partition(record), record)
+        elif kind == "partitions":
+            for entry in record["partitions"]:
+                _apply_partition(topics, partitions, parse_partition(entry), record)
         else:
             raise DeltaGapError(f"unknown metadata record type {kind!r}")
     for name, entries in partitions.items():

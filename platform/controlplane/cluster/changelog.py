@@ -14,8 +14,10 @@ So every change is captured whoever made it, and a change's records are exactly 
 - `{"type": "topic", "name", "topic_id", "configs"}`: a new topic (an id the broker does not hold under that
   name: the old topic of that name is gone, and its partitions follow as partition records) or new configs
 - `{"type": "topic_removed", "name", "topic_id"}`
-- `{"type": "partition", "topic", "topic_id", "partition", "replicas", "isr", "leader", "leader_epoch",
-  "partition_epoch"}` (the fields of the image's partition entry, `metadata.PARTITION_FIELDS`)
+- `{"type": "partitions", "topic", "topic_id", "partitions": [{"partition", "replicas", "isr", "leader",
+  "leader_epoch", "partition_epoch"}, …]}`: changed partitions of one topic, each entry the fields of the
+  image's partition entry (`PARTITION_FIELDS`) — grouped so that a failover moving every partition costs
+  about the image's size, not twice it
 
 Within a change: brokers, removed topics, topics, then partitions by topic name and index. Applying the records
 of versions N+1..V in order to the image of version N gives the image of version V; so does applying them to
@@ -151,8 +153,9 @@ def _changed_records() -> list[dict]:
     rows = Partition.objects.filter(pk__in=noted.filter(kind="partition")).order_by("topic__name", "partition") \
         .values_list("topic__name", "topic__topic_id", *PARTITION_FIELDS)
     for name, topic_id, *fields in rows.iterator(chunk_size=10_000):
-        records.append({"type": "partition", "topic": name, "topic_id": str(topic_id),
-                        **dict(zip(PARTITION_FIELDS, fields, strict=True))})
+        if not records or records[-1]["type"] != "partitions" or records[-1]["topic"] != name:
+            records.append({"type": "partitions", "topic": name, "topic_id": str(topic_id), "partitions": []})
+        records[-1]["partitions"].append(dict(zip(PARTITION_FIELDS, fields, strict=True)))
     return records
 
 
@@ -162,15 +165,17 @@ def _dashed(hex_id: str) -> str:
 
 
 def record(version: int) -> int:
-    """Store this transaction's changes as the metadata log entry of `version`; returns the record count.
+    """Store this transaction's changes as the metadata log entry of `version`; returns the record count (a
+    partition entry counts as one record).
     Caller: `metadata.bump()`, under the controller-state lock."""
     records = _changed_records()
     ChangedRow.objects.all().delete()
+    count = sum(len(r["partitions"]) if r["type"] == "partitions" else 1 for r in records)
     MetadataChange.objects.create(version=version, records=json.dumps(records, separators=(",", ":")),
-                                  record_count=len(records))
+                                  record_count=count)
     if version % PRUNE_EVERY_VERSIONS == 0:
         prune(version)
-    return len(records)
+    return count
 
 
 def prune(version: int, retained_records: int | None = None) -> int:
@@ -192,29 +197,45 @@ def prune(version: int, retained_records: int | None = None) -> int:
 # Serving
 #
 
-_RANK = {"broker": 0, "broker_removed": 0, "topic_removed": 1, "topic": 2, "partition": 3}
+_RANK = {"broker": 0, "broker_removed": 0, "topic_removed": 1, "topic": 2, "partitions": 3}
 """Records go out in this order of kinds, so a topic precedes its partitions."""
 
 
-def _key(entry: dict) -> tuple:
-    kind = entry["type"]
-    if kind in ("broker", "broker_removed"):
-        return "broker", entry["broker_id"]
-    if kind in ("topic", "topic_removed"):
-        return "topic", entry["name"]
-    return "partition", entry["topic"], entry["partition"]
+def _keyed(change: list[dict]):
+    """(key, entry) per broker, topic and partition of a change; a partition's entry is (topic, topic id,
+    its fields)."""
+    for entry in change:
+        kind = entry["type"]
+        if kind in ("broker", "broker_removed"):
+            yield ("broker", entry["broker_id"]), entry
+        elif kind in ("topic", "topic_removed"):
+            yield ("topic", entry["name"]), entry
+        else:
+            for fields in entry["partitions"]:
+                yield ("partition", entry["topic"], fields["partition"]), (entry["topic"], entry["topic_id"], fields)
 
 
 def merged(changes: list[list[dict]]) -> list[dict]:
     """The records of consecutive changes as one change: each key's last record, ordered by kind (`_RANK`)
-    and then as those last records came. Correct because records are whole new states, and an applier
-    takes a partition record only for the topic id it names (a partition record of a topic that was since
-    removed or re-created is skipped)."""
-    last: dict[tuple, int] = {}
-    flat = [entry for change in changes for entry in change]
-    for index, entry in enumerate(flat):
-        last[_key(entry)] = index
-    return sorted((flat[i] for i in sorted(last.values())), key=lambda entry: _RANK[entry["type"]])
+    and then as those last records came; partitions by topic name and index (so new partitions come in
+    index order), grouped again by topic. Correct because records are whole new states, and an applier
+    takes a partition entry only for the topic id it names (one of a topic that was since removed or
+    re-created is skipped)."""
+    last: dict[tuple, tuple[int, object]] = {}
+    for index, (key, entry) in enumerate(item for change in changes for item in _keyed(change)):
+        last[key] = (index, entry)
+    records: list[dict] = []
+    partitions: list[dict] = []
+    for key, (_, entry) in sorted(last.items(), key=lambda item: item[1][0]):
+        if key[0] != "partition":
+            records.append(entry)
+    for key in sorted(key for key in last if key[0] == "partition"):
+        topic, topic_id, fields = last[key][1]
+        if not partitions or (partitions[-1]["topic"], partitions[-1]["topic_id"]) != (topic, topic_id):
+            partitions.append({"type": "partitions", "topic": topic, "topic_id": topic_id, "partitions": []})
+        partitions[-1]["partitions"].append(fields)
+    records.sort(key=lambda entry: _RANK[entry["type"]])
+    return records + partitions
 
 
 def _header(state: dict) -> dict:

@@ -105,8 +105,8 @@ class MetadataChange(models.Model):
 
     Written by `metadata.bump()` in the transaction that made the change, so versions are gapless and each
     row holds exactly the changes of its version. `records` is the JSON array as served to brokers (kept as
-    text so it goes out without being parsed again); `record_count` its length, for retention
-    (`changelog.prune`). The tables themselves are the compacted snapshot: a broker older than the oldest
+    text so it goes out without being parsed again); `record_count` its records (each partition entry one),
+    for retention (`changelog.prune`). The tables themselves are the compacted snapshot: a broker older than the oldest
     retained version gets the full image instead (`changelog`).
     """
 

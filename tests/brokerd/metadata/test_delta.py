@@ -21,8 +21,10 @@ def delta(since: int, version: int, *records: dict, cluster_id: str = "c1") -> d
 
 
 def partition(index: int, leader: int = 2, topic: str = "t", topic_id: str = TOPIC_ID) -> dict:
-    return {"type": "partition", "topic": topic, "topic_id": topic_id, "partition": index, "replicas": [1, 2, 3],
-            "isr": [2, 3], "leader": leader, "leader_epoch": 5, "partition_epoch": 8}
+    """A partitions record of one partition."""
+    return {"type": "partitions", "topic": topic, "topic_id": topic_id, "partitions": [
+        {"partition": index, "replicas": [1, 2, 3], "isr": [2, 3], "leader": leader, "leader_epoch": 5,
+         "partition_epoch": 8}]}
 
 
 def broker(broker_id: int, state: str = "running") -> dict:

@@ -64,15 +64,15 @@ def shrink_isr(name: str, partition: int) -> None:
 # (what changes, the record types its delta carries)
 CHANGES = [
     (lambda: register(4), {"broker"}),
-    (lambda: fence(2), {"broker", "partition"}),
-    (lambda: register(2), {"broker", "partition"}),  # re-registration while running: fenced first
-    (lambda: topics.create_topic("payments", 2, 2), {"topic", "partition"}),
+    (lambda: fence(2), {"broker", "partitions"}),
+    (lambda: register(2), {"broker", "partitions"}),  # re-registration while running: fenced first
+    (lambda: topics.create_topic("payments", 2, 2), {"topic", "partitions"}),
     (lambda: topics.alter_configs("orders", {"retention.ms": "1000"}), {"topic"}),
-    (lambda: topics.create_partitions("orders", 5), {"partition"}),
-    (lambda: shrink_isr("orders", 0), {"partition"}),
+    (lambda: topics.create_partitions("orders", 5), {"partitions"}),
+    (lambda: shrink_isr("orders", 0), {"partitions"}),
     (lambda: topics.delete_topic("orders"), {"topic_removed"}),
     # re-created: the removal is merged away, the new topic id tells the broker to drop the old partitions
-    (lambda: (topics.delete_topic("orders"), topics.create_topic("orders", 1, 1)), {"topic", "partition"}),
+    (lambda: (topics.delete_topic("orders"), topics.create_topic("orders", 1, 1)), {"topic", "partitions"}),
 ]
 
 
@@ -91,7 +91,8 @@ def test_a_delta_carries_only_what_changed(cluster):
     before = image_now()
     shrink_isr("wide", 7)
     records = delta_since(before.metadata_version)["records"]
-    assert [(r["type"], r["topic"], r["partition"]) for r in records] == [("partition", "wide", 7)]
+    assert [(r["type"], r["topic"], [p["partition"] for p in r["partitions"]]) for r in records] == \
+        [("partitions", "wide", [7])]
 
 
 def test_the_changes_of_many_versions_arrive_merged(cluster):
@@ -101,8 +102,10 @@ def test_the_changes_of_many_versions_arrive_merged(cluster):
         change()
     delta = delta_since(before.metadata_version)
     assert delta["metadata_version"] == metadata.current_version() >= before.metadata_version + len(changes)
-    keys = [(r["type"] in ("topic", "topic_removed"), r.get("name"), r.get("topic"), r.get("partition"),
-             r.get("broker_id")) for r in delta["records"]]
+    keys = [(r["type"] in ("topic", "topic_removed"), r.get("name"), r.get("broker_id")) for r in delta["records"]
+            if r["type"] != "partitions"]
+    keys += [(r["topic"], p["partition"]) for r in delta["records"] if r["type"] == "partitions"
+             for p in r["partitions"]]
     assert len(keys) == len(set(keys))  # one record per broker, topic and partition: the newest
     assert apply_body(before, delta) == image_now()
 
@@ -156,6 +159,15 @@ def test_leader_elections_are_recorded(cluster):
     before = image_now()
     elect_leaders("preferred", None)
     delta = delta_since(before.metadata_version)
-    assert {r["type"] for r in delta["records"]} == {"partition"}
+    assert {r["type"] for r in delta["records"]} == {"partitions"}
     assert apply_body(before, delta) == image_now()
     assert all(p.leader_id == p.replicas[0] for p in image_now().topics["orders"].partitions)
+
+
+def test_new_partitions_changed_again_arrive_in_index_order(cluster):
+    before = image_now()
+    topics.create_partitions("orders", 6)
+    shrink_isr("orders", 4)  # its last record is newer than those of partitions 3 and 5
+    delta = delta_since(before.metadata_version)
+    assert [p["partition"] for r in delta["records"] for p in r["partitions"]] == [3, 4, 5]
+    assert apply_body(before, delta) == image_now()

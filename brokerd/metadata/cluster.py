@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from brokerd.metadata.delta import DeltaGapError, apply_delta, is_delta
-from brokerd.metadata.errors import MetadataError
-from brokerd.metadata.http import HttpError, JsonHttpClient
+from brokerd.metadata.errors import ControlPlaneError, ControlPlaneUnavailableError, HttpError, MetadataError
+from brokerd.metadata.http import JsonHttpClient
 from brokerd.metadata.image import (
     BrokerEndpoint,
     ClusterImage,
@@ -41,6 +41,7 @@ from brokerd.metadata.image import (
     TopicMetadata,
 )
 from brokerd.metadata.store import AdminOrigin, ImageListener
+from brokerd.types import BrokerId
 from kafkaspec.listeners import InvalidListenerError, parse_listeners
 
 log = logging.getLogger(__name__)
@@ -60,20 +61,6 @@ def origin_headers(origin: AdminOrigin | None) -> dict[str, str]:
     if origin is None:
         return {}
     return {CLIENT_HOST_HEADER: quote(origin.client_host, safe=""), CLIENT_ID_HEADER: quote(origin.client_id, safe="")}
-
-
-class ControlPlaneError(MetadataError):
-    """The control plane refused a request; `kafka_error` is the Kafka error name it gave."""
-
-    def __init__(self, kafka_error: str | None, message: str) -> None:
-        super().__init__(message)
-        self.kafka_error = kafka_error or "UNKNOWN_SERVER_ERROR"
-
-
-class ControlPlaneUnavailableError(MetadataError):
-    """The control plane did not answer; the client should retry."""
-
-    kafka_error = "REQUEST_TIMED_OUT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +130,10 @@ def parse_image(body: Mapping) -> ClusterImage:
                         brokers=brokers, topics=topics, metadata_version=int(body.get("metadata_version", 0)))
 
 
-def _controller(brokers: tuple[BrokerEndpoint, ...], proposed: object) -> int:
+def _controller(brokers: tuple[BrokerEndpoint, ...], proposed: object) -> BrokerId:
     """The control plane's `controller_id` if it names a live broker, else the lowest live id (-1: none)."""
     live = [b.node_id for b in brokers if not b.fenced]
-    return int(proposed) if proposed in live else (min(live) if live else -1)
+    return BrokerId(int(proposed) if proposed in live else (min(live) if live else -1))
 
 
 def apply_body(image: ClusterImage | None, body: Mapping) -> ClusterImage:

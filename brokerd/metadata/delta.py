@@ -23,6 +23,7 @@ O(partitions).
 from collections.abc import Callable, Mapping
 
 from brokerd.metadata.image import BrokerEndpoint, ClusterImage, PartitionAssignment, TopicMetadata
+from brokerd.types import BrokerId
 
 __all__ = ("DeltaGapError", "apply_delta", "is_delta")
 
@@ -37,7 +38,7 @@ def is_delta(body: Mapping) -> bool:
 
 def apply_delta(image: ClusterImage, body: Mapping, *, parse_broker: Callable[[Mapping], BrokerEndpoint],
                 parse_partition: Callable[[Mapping], PartitionAssignment],
-                choose_controller: Callable[[tuple[BrokerEndpoint, ...], object], int]) -> ClusterImage:
+                choose_controller: Callable[[tuple[BrokerEndpoint, ...], object], BrokerId]) -> ClusterImage:
     """The image of version `body["metadata_version"]`: `image` (of a version from `body["since"]` on) with the delta's
     records applied. The callbacks read records as the snapshot parser reads image entries:
     `parse_broker`, `parse_partition`, and `choose_controller(brokers, proposed id)`."""

@@ -52,7 +52,9 @@ __all__ = ("PARTITION_FIELDS", "TRIGGERS", "broker_record", "catch_up", "install
 PARTITION_FIELDS = ("partition", "replicas", "isr", "leader", "leader_epoch", "partition_epoch")
 """A partition's state as brokers see it, in the image and in partition records."""
 PRUNE_EVERY_VERSIONS = 64
+"""`record` applies retention every this many versions."""
 CACHED_BODIES = 16
+"""Bodies kept per process: each broker asks for the same few (since, version) pairs."""
 
 #
 # Recording

@@ -110,6 +110,10 @@ def children() -> list[Child]:
         Child("controller", [*manage, "run_controller"]),
         Child("worker", [str(BIN / "celery"), "-A", "controlplane", "worker", "-l", "info", "-c", "2",
                          "--without-gossip", "--without-mingle"]),
+        # Report runs (each a Spark job of its own, ~1 GB): one at a time, on their own queue.
+        Child("reports-worker", [str(BIN / "celery"), "-A", "controlplane", "worker", "-l", "info", "-c", "1",
+                                 "-Q", os.environ.get("STROM_REPORTS_QUEUE", "reports"), "-n", "reports@%h",
+                                 "--without-gossip", "--without-mingle"]),
         Child("beat", [str(BIN / "celery"), "-A", "controlplane", "beat", "-l", "info", "--pidfile="]),
         Child("metrics", [*manage, "consume_metrics"]),
     ]

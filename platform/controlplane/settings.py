@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "controlplane.console",
     "controlplane.audit",
     "controlplane.access",
+    "controlplane.alerts",
 ]
 
 MIDDLEWARE = [
@@ -262,6 +263,16 @@ STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = _env_int("STROM_LEADER_IMBALANCE_
 STROM_NUM_PARTITIONS = _env_int("STROM_NUM_PARTITIONS", 1)
 # Where the control plane connects as a Kafka admin client (consumer groups); "" means the running brokers.
 STROM_BOOTSTRAP_SERVERS = os.environ.get("STROM_BOOTSTRAP_SERVERS", "")
+
+# Consumer lag (issue 14): `manage.py run_lag_monitor` runs monitoring.LagMonitor and serves its HTTP API on
+# 127.0.0.1:STROM_LAG_MONITOR_PORT behind the cluster secret; the web views (/v3/…, /metrics, /api/lag/…)
+# proxy to STROM_LAG_MONITOR_URL. STROM_LAG_MONITOR_CONFIG: a JSON file of monitor settings (Burrow's key names).
+STROM_LAG_MONITOR_PORT = _env_int("STROM_LAG_MONITOR_PORT", 8010)
+STROM_LAG_MONITOR_URL = os.environ.get("STROM_LAG_MONITOR_URL", f"http://127.0.0.1:{STROM_LAG_MONITOR_PORT}")
+STROM_LAG_MONITOR_CONFIG = os.environ.get("STROM_LAG_MONITOR_CONFIG", "")
+# Webhook retries: seconds to wait after the 1st, 2nd, … failed attempt (Standard Webhooks' schedule).
+STROM_WEBHOOK_RETRY_SCHEDULE_S = tuple(float(s) for s in os.environ.get(
+    "STROM_WEBHOOK_RETRY_SCHEDULE_S", "5,300,1800,7200,18000,36000,50400,72000,86400").split(","))
 
 LOGGING = {
     "version": 1,

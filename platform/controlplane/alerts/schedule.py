@@ -1,0 +1,12 @@
+"""The outbox sweep's entry in django-celery-beat's database schedule."""
+
+from controlplane.core.schedules import ensure_interval_task
+
+TASK_NAME = "Send due webhook deliveries"
+TASK = "controlplane.alerts.dispatch_due_deliveries"
+DEFAULT_EVERY_S = 5
+
+
+def ensure_schedule(interval_model, periodic_task_model, every_s: int = DEFAULT_EVERY_S):
+    """Create or update the periodic task. Takes the model classes so migrations can pass historical ones."""
+    return ensure_interval_task(interval_model, periodic_task_model, TASK_NAME, TASK, every_s)

@@ -63,7 +63,7 @@ def test_a_failing_receiver_gets_the_event_on_the_fourth_attempt_across_a_worker
         pytest.fail(f"no Redis at {settings.CELERY_BROKER_URL}: run the suite with `make test`")
     ensure_schedule(IntervalSchedule, PeriodicTask, every_s=1)  # the sweep; transactional tests flush the DB
     queue = f"test-{uuid.uuid4().hex}"
-    monkeypatch.setattr(app.conf, "task_default_queue", queue)  # this process queues on the workers' queue too
+    monkeypatch.setitem(app.conf, "task_default_queue", queue)  # this process queues on the workers' queue too
     receiver = Receiver()
     receiver.answers = [(503, {})] * 3
     endpoint = WebhookEndpoint.objects.create(name="ops", url=receiver.url)
@@ -72,7 +72,8 @@ def test_a_failing_receiver_gets_the_event_on_the_fourth_attempt_across_a_worker
     try:
         celery.start()
         [delivery_id] = outbox.enqueue([notification()])
-        wait_until(lambda: len(receiver.requests) >= 1, 60, message="the first attempt\n" + celery.logs())
+        wait_until(lambda: Delivery.objects.get(pk=delivery_id).attempts >= 1, 60,
+                   message="the first attempt recorded\n" + celery.logs())
         celery.kill()  # the control plane's Celery processes die between the failure and its retry
         row = Delivery.objects.get(pk=delivery_id)
         assert (row.state, row.attempts) == (Delivery.State.PENDING, 1)

@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "controlplane.audit",
     "controlplane.access",
     "controlplane.alerts",
+    "controlplane.lag",
 ]
 
 MIDDLEWARE = [

@@ -8,6 +8,7 @@ from controlplane.cluster.api.views import BrokerViewSet
 from controlplane.controller.api.views import ElectLeadersView
 from controlplane.groups.api.views import GroupViewSet
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
+from controlplane.lag.views import LagGroupsView, LagGroupView, LagStatusView
 from controlplane.metrics.api.views import BrokerMetricPointViewSet, TopicMetricPointViewSet
 from controlplane.topics.api.views import PartitionViewSet, TopicViewSet
 
@@ -26,5 +27,8 @@ urlpatterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("token/", ObtainTokenView.as_view(), name="token"),
     path("elect-leaders/", ElectLeadersView.as_view(), name="elect-leaders"),
+    path("lag/status/", LagStatusView.as_view(), name="lag-status"),
+    path("lag/groups/", LagGroupsView.as_view(), name="lag-groups"),
+    path("lag/groups/<str:group>/", LagGroupView.as_view(), name="lag-group"),
     path("", include(router.urls)),
 ]

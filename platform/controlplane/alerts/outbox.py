@@ -14,6 +14,7 @@ due again once the claim lapses. Retries follow `STROM_WEBHOOK_RETRY_SCHEDULE_S`
 schedule by default: 5 s, 5 min, 30 min, 2 h, …), a receiver's Retry-After when it asks for longer.
 """
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
@@ -22,7 +23,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from monitoring.notifier.incidents import Notification
+from monitoring.evaluator import not_found
+from monitoring.model import Status
+from monitoring.notifier.incidents import EventKind, Incident, Notification, new_id
 from monitoring.notifier.payloads import TemplateError
 from monitoring.notifier.sender import Delivery as Prepared
 from monitoring.notifier.sender import Outcome, attempt, prepare, retry_delay_s
@@ -31,6 +34,7 @@ from monitoring.storage import NameFilter
 from .models import Delivery, DeliveryAttempt, WebhookEndpoint
 
 logger = logging.getLogger(__name__)
+TEST_GROUP = "strom-test"
 CLAIM_MARGIN_S = 30.0
 """How long past its timeout an attempt holds its claim (a worker dead mid-attempt: due again after this)."""
 
@@ -150,3 +154,18 @@ def retry_now(delivery: Delivery) -> None:
     Delivery.objects.filter(pk=delivery.pk).update(state=Delivery.State.PENDING, next_attempt_at=timezone.now(),
                                                    finished_at=None)
     transaction.on_commit(lambda: wake([delivery.pk]))
+
+
+def send_test(endpoint: WebhookEndpoint, cluster: str = "local") -> Delivery:
+    """The "send test" button: a WARN OPEN event for the made-up group `strom-test`, built with the endpoint's
+    preset or templates like any announcement and sent through the outbox (a TemplateError/ValueError if
+    its body cannot be built)."""
+    now_ms = int(timezone.now().timestamp() * 1000)
+    event_id = f"test-{new_id()}"
+    result = dataclasses.replace(not_found(cluster, TEST_GROUP, now_ms), status=Status.WARN)
+    notification = Notification(event_id, EventKind.OPEN, Incident(event_id, cluster, TEST_GROUP, now_ms, Status.WARN),
+                                 result, now_ms)
+    prepared = prepare(endpoint.spec(), notification)
+    row = store(endpoint, "test", TEST_GROUP, prepared)
+    transaction.on_commit(lambda: wake([row.id]))
+    return row

@@ -3,12 +3,18 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from controlplane.access.api.views import ObtainTokenView
+from controlplane.alerts.api.views import (
+    DeliveryViewSet,
+    LagThresholdViewSet,
+    SilenceViewSet,
+    WebhookEndpointViewSet,
+)
 from controlplane.audit.api.views import AuditEntryViewSet
 from controlplane.cluster.api.views import BrokerViewSet
 from controlplane.controller.api.views import ElectLeadersView
 from controlplane.groups.api.views import GroupViewSet
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
-from controlplane.lag.views import LagGroupsView, LagGroupView, LagStatusView
+from controlplane.lag.views import LagGroupsView, LagGroupView, LagIncidentViewSet, LagStatusView
 from controlplane.metrics.api.views import BrokerMetricPointViewSet, TopicMetricPointViewSet
 from controlplane.topics.api.views import PartitionViewSet, TopicViewSet
 
@@ -21,6 +27,11 @@ router.register("groups", GroupViewSet, basename="group")
 router.register("metrics/brokers", BrokerMetricPointViewSet)
 router.register("metrics/topics", TopicMetricPointViewSet)
 router.register("audit", AuditEntryViewSet)
+router.register("alerts/endpoints", WebhookEndpointViewSet)
+router.register("alerts/deliveries", DeliveryViewSet)
+router.register("alerts/thresholds", LagThresholdViewSet)
+router.register("alerts/silences", SilenceViewSet)
+router.register("lag/incidents", LagIncidentViewSet)
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -4,7 +4,8 @@ DELETE of a group from the monitor is `manage_alerts`, audited.
 
 - `/v3/…`: Burrow's HTTP API v3, its paths and bodies unchanged (so Burrow's clients only change the URL);
 - `/metrics`: Prometheus text with Burrow's, kafka_exporter's and kafka-lag-exporter's lag families;
-- `/api/lag/status`, `/api/lag/groups/`, `/api/lag/groups/<group>/`: Strom's JSON (in the OpenAPI schema).
+- `/api/lag/status`, `/api/lag/groups/`, `/api/lag/groups/<group>/`: Strom's JSON (in the OpenAPI schema);
+- `/api/lag/incidents/`: the incidents the monitor opened and closed (from the database).
 """
 
 from urllib.parse import quote
@@ -12,6 +13,7 @@ from urllib.parse import quote
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, viewsets
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.views import APIView
 
@@ -20,6 +22,7 @@ from controlplane.access.rest import ActionViewMixin
 
 from .auth import TokenOrBearerAuthentication
 from .client import MonitorUnavailable, forward
+from .models import LagIncident
 
 
 def _forwarded(request, path: str) -> HttpResponse:
@@ -35,11 +38,15 @@ def _forwarded(request, path: str) -> HttpResponse:
 
 
 class MonitorProxyView(ActionViewMixin, APIView):
+    """Strom's own endpoints take the REST API's authentication; Burrow's and /metrics also `Bearer`."""
+
+
+class BearerProxyView(MonitorProxyView):
     authentication_classes = [TokenOrBearerAuthentication, SessionAuthentication]
 
 
 @extend_schema(exclude=True)
-class BurrowView(MonitorProxyView):
+class BurrowView(BearerProxyView):
     """Burrow's HTTP API v3 (`/v3/kafka/<cluster>/consumer/<group>/status`, …)."""
 
     mutations = {"delete": actions.MANAGE_ALERTS}
@@ -56,7 +63,7 @@ class BurrowView(MonitorProxyView):
 
 
 @extend_schema(exclude=True)
-class MetricsView(MonitorProxyView):
+class MetricsView(BearerProxyView):
     """Prometheus exposition of the consumer-lag metrics (`?family=burrow|kafka_exporter|lag_exporter|…`)."""
 
     def get(self, request):
@@ -66,7 +73,7 @@ class MetricsView(MonitorProxyView):
 class LagStatusView(MonitorProxyView):
     """The lag monitor's state: ready, last evaluation round, counts."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="lag_status", responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
     def get(self, request):
         return _forwarded(request, "/strom/v1/status")
 
@@ -74,7 +81,7 @@ class LagStatusView(MonitorProxyView):
 class LagGroupsView(MonitorProxyView):
     """Every evaluated consumer group: status, alert status, total lag (records), lag in seconds, open incident."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="lag_groups_list", responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
     def get(self, request):
         return _forwarded(request, "/strom/v1/groups")
 
@@ -82,6 +89,22 @@ class LagGroupsView(MonitorProxyView):
 class LagGroupView(MonitorProxyView):
     """One group's evaluation: per partition status, lag, lag seconds and commit window."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="lag_group", responses={200: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT,
+                                                        503: OpenApiTypes.OBJECT})
     def get(self, request, group: str):
         return _forwarded(request, f"/strom/v1/groups/{quote(group, safe='')}")
+
+
+class LagIncidentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = LagIncident
+        fields = ("incident_id", "cluster", "group", "start_ms", "status", "notified_status", "notified_ms",
+                  "closed_ms")
+
+
+class LagIncidentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Consumer-group incidents from OPEN to CLOSE (`closed_ms` null while open; times in ms), newest first."""
+
+    queryset = LagIncident.objects.all()
+    serializer_class = LagIncidentSerializer
+    filterset_fields = ("group", "status", "cluster")

@@ -16,6 +16,7 @@ from controlplane.access import actions
 from controlplane.access.actions import Action, Role
 from controlplane.access.models import ApiToken
 from controlplane.access.roles import role_of
+from controlplane.alerts.models import LagThreshold
 from controlplane.audit.models import AuditEntry
 from controlplane.groups import kafka_client
 from controlplane.groups.kafka_client import TopicPartition
@@ -24,6 +25,7 @@ from tests.conftest import PASSWORD, user_with_role
 from tests.controlplane.groups.conftest import FakeGroupAdmin, FakeLog
 
 ETL_0 = TopicPartition("events", 0)
+THRESHOLD_ID = 41
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ MUTATIONS = [
                                                                     "name": "ci"})),
     Mutation(actions.REVOKE_USER_TOKEN, "console", ("post", "/tokens/revoke/", "bob's token")),
     Mutation(actions.SET_ROLE, "cli", ("set_role", "bob", "admin")),
+    Mutation(actions.MANAGE_ALERTS, "rest", ("patch", f"/api/alerts/thresholds/{THRESHOLD_ID}/", {"max_lag": 9})),
 ]
 ROLES = [None, Role.VIEWER, Role.OPERATOR, Role.ADMIN]
 
@@ -75,6 +78,7 @@ def world(cluster, monkeypatch):
     Partition.objects.filter(topic__name="orders", partition=0).update(leader=2)
     bob = user_with_role("bob", Role.OPERATOR)
     ApiToken.objects.create(user=bob, expiry=None, name="bob's")
+    LagThreshold.objects.create(id=THRESHOLD_ID, group="etl", max_lag=5)
     return fake
 
 
@@ -83,7 +87,8 @@ def state(fake) -> tuple:
     leaders = tuple(Partition.objects.order_by("topic__name", "partition").values_list("leader", flat=True))
     bob_role = role_of(get_user_model().objects.get(username="bob"))
     return (tuple(sorted(fake.groups)), dict(fake.committed.get("etl", {})), leaders,
-            tuple(ApiToken.objects.order_by("name").values_list("user__username", "name")), bob_role)
+            tuple(ApiToken.objects.order_by("name").values_list("user__username", "name")), bob_role,
+            tuple(LagThreshold.objects.values_list("group", "max_lag")))
 
 
 def perform(mutation: Mutation, user) -> str:
@@ -135,4 +140,5 @@ def test_every_action_with_a_front_end_is_in_the_matrix():
     """Actions that some front end offers today; the rest are declared for features still to come."""
     assert {m.action for m in MUTATIONS} == {
         actions.RESET_OFFSETS, actions.DELETE_CONSUMER_GROUP, actions.ELECT_PREFERRED_LEADERS,
-        actions.ELECT_UNCLEAN_LEADERS, actions.CREATE_TOKEN, actions.REVOKE_USER_TOKEN, actions.SET_ROLE}
+        actions.ELECT_UNCLEAN_LEADERS, actions.CREATE_TOKEN, actions.REVOKE_USER_TOKEN, actions.SET_ROLE,
+        actions.MANAGE_ALERTS}

@@ -2,6 +2,8 @@
 opaque blob, see monitoring.persistence) and its incidents (open ones drive announcements; closed ones are
 the console's history)."""
 
+import datetime
+
 from django.db import models
 
 
@@ -31,3 +33,7 @@ class LagIncident(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group} {self.status} ({'open' if self.closed_ms is None else 'closed'})"
+
+    @property
+    def started_at(self) -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(self.start_ms / 1000, datetime.UTC)

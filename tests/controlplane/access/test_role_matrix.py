@@ -61,6 +61,8 @@ MUTATIONS = [
                                                                     "name": "ci"})),
     Mutation(actions.REVOKE_USER_TOKEN, "console", ("post", "/tokens/revoke/", "bob's token")),
     Mutation(actions.SET_ROLE, "cli", ("set_role", "bob", "admin")),
+    Mutation(actions.MANAGE_ALERTS, "console", ("post", "/alerts/thresholds/new/", {"group": "etl", "topic": "*",
+                                                                                "max_lag": 9})),
     Mutation(actions.MANAGE_ALERTS, "rest", ("patch", f"/api/alerts/thresholds/{THRESHOLD_ID}/", {"max_lag": 9})),
 ]
 ROLES = [None, Role.VIEWER, Role.OPERATOR, Role.ADMIN]

@@ -2,6 +2,7 @@
 which serves them on STROM_LAG_MONITOR_URL behind the cluster secret (monitoring.http_api); views forward
 requests there after their own authentication and permission checks."""
 
+import json
 from dataclasses import dataclass
 
 import requests
@@ -35,3 +36,13 @@ def forward(method: str, path: str, query: str = "", accept_gzip: bool = False) 
                                  f"(is `manage.py run_lag_monitor` running?): {type(exc).__name__}") from None
     return MonitorAnswer(response.status_code, response.headers.get("Content-Type", "application/octet-stream"),
                          body, response.headers.get("Content-Encoding"))
+
+
+def read_json(path: str) -> dict | None:
+    """The monitor's JSON at `path` (e.g. /strom/v1/groups); None when it does not answer or answers other
+    than 200 (the console then says the monitor is not running or does not know the group)."""
+    try:
+        answer = forward("GET", path)
+    except MonitorUnavailable:
+        return None
+    return json.loads(answer.body) if answer.status == 200 else None

@@ -12,8 +12,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from controlplane.access.actions import Role
 from controlplane.access.models import ApiToken
 from controlplane.audit.models import AuditEntry
+from controlplane.groups import kafka_client
+from controlplane.groups.kafka_client import TopicPartition
 from monitoring.http_api import MonitorHttpServer
 from tests.conftest import user_with_role
+from tests.controlplane.groups.conftest import FakeGroupAdmin, FakeLog
 from tests.monitoring.test_http_api import monitor  # noqa: F401 (the fixture: groups billing OK, slow WARN)
 from tests.monitoring.test_http_api import request as direct
 
@@ -82,11 +85,13 @@ def test_strom_lag_endpoints():
     assert json.loads(get("/api/lag/status/", auth).content)["ready"] is True
 
 
-def test_burrow_delete_needs_the_operator_role_and_is_audited(monitor):  # noqa: F811
+def test_burrow_delete_needs_the_operator_role_and_is_audited(monitor, monkeypatch):  # noqa: F811
+    deleted = []
+    monkeypatch.setattr(monitor, "delete_group", lambda group, topic=None: deleted.append((group, topic)))
     viewer = get("/v3/kafka/prod/consumer/slow", f"Bearer {token(Role.VIEWER)}", method="delete")
-    assert viewer.status_code == 403 and "slow" in monitor.groups()
+    assert viewer.status_code == 403 and deleted == []
     operator = get("/v3/kafka/prod/consumer/slow", f"Bearer {token(Role.OPERATOR)}", method="delete")
-    assert operator.status_code == 200 and "slow" not in monitor.groups()
+    assert operator.status_code == 200 and deleted == [("slow", None)]
     assert list(AuditEntry.objects.order_by("at").values_list("actor", "action", "result")) == [
         ("u-viewer", "manage_alerts", "refused"), ("u-operator", "manage_alerts", "ok")]
 
@@ -95,3 +100,35 @@ def test_a_stopped_monitor_is_a_503_with_a_reason(settings):
     settings.STROM_LAG_MONITOR_URL = "http://127.0.0.1:9"
     response = get("/api/lag/groups/", f"Token {token(Role.VIEWER)}")
     assert response.status_code == 503 and "run_lag_monitor" in json.loads(response.content)["message"]
+
+
+@pytest.fixture
+def groups_in_kafka(monkeypatch):
+    """The groups' own state (coordinator, offsets) from a fake admin client; the verdicts from the monitor."""
+    fake = FakeGroupAdmin()
+    monkeypatch.setattr(kafka_client, "connect", lambda: fake)
+    fake.add_topic("orders", FakeLog(0, [0] * 150), FakeLog(0, [0] * 1900))
+    for group in ("billing", "slow", "quiet"):
+        fake.add_group(group, committed={TopicPartition("orders", 0): 140})
+    return fake
+
+
+def test_the_groups_page_shows_each_groups_lag_status_coloured(groups_in_kafka):
+    client = Client()
+    client.force_login(user_with_role("viewer", Role.VIEWER))
+    html = client.get("/groups/").content.decode()
+    assert '<span class="lag-status lag-ok"' in html and ">OK</span>" in html
+    assert '<span class="lag-status lag-err"' in html  # slow: Burrow WARN, raised to ERR by its threshold
+    assert "lag-notfound" in html  # quiet: no commit seen by the monitor
+    assert 'href="/dashboard/lag?group=slow"' in html
+    detail = client.get("/groups/slow/").content.decode()
+    assert 'id="lag-status">ERR</span>' in detail and "Burrow: WARN; a threshold is breached" in detail
+    assert detail.count('class="lag-status lag-warn"') >= 1 and "@" in detail  # partition status and window
+
+
+def test_the_groups_page_says_when_the_monitor_is_not_running(groups_in_kafka, settings):
+    settings.STROM_LAG_MONITOR_URL = "http://127.0.0.1:9"
+    client = Client()
+    client.force_login(user_with_role("viewer", Role.VIEWER))
+    page = client.get("/groups/")
+    assert page.status_code == 200 and 'id="no-lag-monitor"' in page.content.decode()

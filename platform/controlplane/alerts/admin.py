@@ -1,25 +1,23 @@
+"""Read-only: alerting is changed through the console and REST, where each change is checked and audited."""
+
 from django.contrib import admin
+
+from controlplane.core.admin import ReadOnlyModelAdmin
 
 from .models import Delivery, LagThreshold, Silence, WebhookEndpoint
 
 
 @admin.register(WebhookEndpoint)
-class WebhookEndpointAdmin(admin.ModelAdmin):
+class WebhookEndpointAdmin(ReadOnlyModelAdmin):
     list_display = ("name", "url", "preset", "enabled")
     exclude = ("secret",)
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
+class DeliveryAdmin(ReadOnlyModelAdmin):
     list_display = ("created_at", "endpoint", "event", "subject", "state", "attempts", "last_status_code")
     list_filter = ("state", "event")
 
-    def has_add_permission(self, request) -> bool:
-        return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-
-admin.site.register(LagThreshold)
-admin.site.register(Silence)
+admin.site.register(LagThreshold, ReadOnlyModelAdmin)
+admin.site.register(Silence, ReadOnlyModelAdmin)

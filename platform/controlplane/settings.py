@@ -275,6 +275,11 @@ STROM_LAG_MONITOR_CONFIG = os.environ.get("STROM_LAG_MONITOR_CONFIG", "")
 STROM_WEBHOOK_RETRY_SCHEDULE_S = tuple(float(s) for s in os.environ.get(
     "STROM_WEBHOOK_RETRY_SCHEDULE_S", "5,300,1800,7200,18000,36000,50400,72000,86400").split(","))
 
+# Cluster alerts (controlplane.alerts.cluster_alerts): seconds a broker may be down, and a partition
+# under-replicated, before it is announced (offline partitions are announced at once).
+STROM_ALERT_BROKER_DOWN_GRACE_S = float(os.environ.get("STROM_ALERT_BROKER_DOWN_GRACE_S", "30"))
+STROM_ALERT_UNDER_REPLICATED_GRACE_S = float(os.environ.get("STROM_ALERT_UNDER_REPLICATED_GRACE_S", "60"))
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

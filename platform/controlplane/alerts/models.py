@@ -183,3 +183,26 @@ class Silence(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group} until {self.ends_at:%Y-%m-%d %H:%M}"
+
+
+class ClusterAlert(models.Model):
+    """A cluster problem beside consumer lag (`cluster_alerts`): seen since `first_seen_at`, announced at
+    `opened_at` once past its kind's grace period (null: not yet), over at `resolved_at` (null: still on).
+    A problem that ends before it is announced leaves no row."""
+
+    key = models.CharField(max_length=400, help_text="kind:subject, e.g. broker-down:3")
+    kind = models.CharField(max_length=40)
+    subject = models.CharField(max_length=300)
+    detail = models.CharField(max_length=500, blank=True)
+    alert_id = models.CharField(max_length=32, unique=True)
+    first_seen_at = models.DateTimeField()
+    opened_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-first_seen_at",)
+        constraints = [models.UniqueConstraint(fields=("key",), condition=models.Q(resolved_at__isnull=True),
+                                               name="one_live_alert_per_key")]
+
+    def __str__(self) -> str:
+        return self.key

@@ -3,7 +3,7 @@
 
 from celery import shared_task
 
-from . import outbox
+from . import cluster_alerts, outbox
 
 
 @shared_task(name="controlplane.alerts.send_delivery", ignore_result=True)
@@ -17,3 +17,9 @@ def dispatch_due_deliveries() -> int:
     due = outbox.due_ids()
     outbox.wake(due)
     return len(due)
+
+
+@shared_task(name="controlplane.alerts.check_cluster_alerts", ignore_result=True)
+def check_cluster_alerts() -> int:
+    """Announce cluster problems that opened or ended (broker down, offline and under-replicated partitions)."""
+    return len(cluster_alerts.check())

@@ -6,7 +6,6 @@ from datetime import timedelta
 
 from django import forms
 from django.contrib import messages
-from django.forms.models import model_to_dict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views import View
@@ -14,6 +13,7 @@ from django.views import View
 from controlplane.access import actions
 from controlplane.access.console import ActionView, ViewerRequiredMixin
 from controlplane.alerts import outbox
+from controlplane.alerts.changes import audit_state
 from controlplane.alerts.models import Delivery, LagThreshold, Silence, WebhookEndpoint
 from controlplane.lag.models import LagIncident
 from monitoring.notifier.payloads import TemplateError
@@ -73,11 +73,6 @@ def render_alerts(request, status: int = 200, created: WebhookEndpoint | None = 
     return render(request, "console/alerts.html", context, status=status)
 
 
-def _state(instance) -> dict:
-    return {k: v if isinstance(v, str | int | float | bool | dict | list | type(None)) else str(v)
-            for k, v in model_to_dict(instance).items() if k != "secret"}
-
-
 class AlertsView(ViewerRequiredMixin, View):
     def get(self, request):
         return render_alerts(request)
@@ -100,7 +95,7 @@ class EndpointCreateView(AlertsAction):
             return render_alerts(request, status=400, endpoint_form=form)
         with self.audited_change() as change:
             endpoint = form.save()
-            change.after = _state(endpoint)
+            change.after = audit_state(endpoint)
         return render_alerts(request, created=endpoint)
 
 
@@ -126,7 +121,7 @@ class DeleteView(AlertsAction):
     def perform(self, request, pk: int):
         instance = get_object_or_404(self.model, pk=pk)
         with self.audited_change() as change:
-            change.before = _state(instance)
+            change.before = audit_state(instance)
             instance.delete()
         messages.success(request, f"Deleted {self.kind} {instance}.")
         return redirect("console:alerts")
@@ -152,7 +147,7 @@ class ThresholdCreateView(AlertsAction):
         if not form.is_valid():
             return render_alerts(request, status=400, threshold_form=form)
         with self.audited_change() as change:
-            change.after = _state(form.save())
+            change.after = audit_state(form.save())
         messages.success(request, "Added the threshold; the monitor applies it from its next round.")
         return redirect("console:alerts")
 
@@ -170,7 +165,7 @@ class SilenceCreateView(AlertsAction):
                                              ends_at=now + timedelta(minutes=form.cleaned_data["minutes"]),
                                              comment=form.cleaned_data["comment"],
                                              created_by=request.user.get_username())
-            change.after = _state(silence)
+            change.after = audit_state(silence)
         messages.success(request, f"Silenced {silence}.")
         return redirect("console:alerts")
 

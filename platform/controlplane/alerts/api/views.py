@@ -12,6 +12,7 @@ from controlplane.access.rest import ActionViewMixin
 from monitoring.notifier.payloads import TemplateError
 
 from .. import outbox
+from ..changes import audit_state
 from ..models import Delivery, LagThreshold, Silence, WebhookEndpoint
 from .serializers import (
     DeliverySerializer,
@@ -34,31 +35,23 @@ class AuditedModelViewSet(ActionViewMixin, viewsets.ModelViewSet):
         key = self.kwargs.get(self.lookup_url_kwarg or self.lookup_field)
         return f"{self.kind}:{key}" if key else f"{self.kind}:new"
 
-    def _state(self, instance) -> dict:
-        return dict(self.get_serializer(instance).data)  # write-only fields (the secret) are left out
-
     def perform_create(self, serializer):
         with self.audited_change() as change:
             instance = serializer.save(**self.created_extra())
-            change.after = _jsonable(self._state(instance))
+            change.after = audit_state(instance)
 
     def created_extra(self) -> dict:
         return {}
 
     def perform_update(self, serializer):
         with self.audited_change() as change:
-            change.before = _jsonable(self._state(serializer.instance))
-            change.after = _jsonable(self._state(serializer.save()))
+            change.before = audit_state(serializer.instance)
+            change.after = audit_state(serializer.save())
 
     def perform_destroy(self, instance):
         with self.audited_change() as change:
-            change.before = _jsonable(self._state(instance))
+            change.before = audit_state(instance)
             instance.delete()
-
-
-def _jsonable(state: dict) -> dict:
-    return {k: v if isinstance(v, str | int | float | bool | dict | list | type(None)) else str(v)
-            for k, v in state.items()}
 
 
 class WebhookEndpointViewSet(AuditedModelViewSet):

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('alerts', '0002_schedule_sweep'),
+        ('alerts', '0002_schedules'),
     ]
 
     operations = [

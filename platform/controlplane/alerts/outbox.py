@@ -109,6 +109,11 @@ def send(delivery_id: int) -> Delivery | None:
     if row is None or not _claim(row.id, row.endpoint.timeout_s):
         return None
     endpoint = row.endpoint
+    if not endpoint.enabled:  # disabled since (by hand, or a 410 on another delivery): nothing more is sent
+        Delivery.objects.filter(pk=row.id).update(state=Delivery.State.DISABLED, next_attempt_at=None,
+                                                  finished_at=timezone.now(),
+                                                  last_error="the endpoint is disabled")
+        return Delivery.objects.get(pk=row.id)
     prepared = Prepared(row.webhook_id, row.url, row.method, row.headers, row.body)
     result = attempt(prepared, endpoint.secret or None, endpoint.timeout_s)
     now = timezone.now()

@@ -8,6 +8,7 @@ DELETE of a group from the monitor is `manage_alerts`, audited.
 - `/api/lag/incidents/`: the incidents the monitor opened and closed (from the database).
 """
 
+import json
 from urllib.parse import quote
 
 from django.http import HttpResponse
@@ -30,7 +31,8 @@ def _forwarded(request, path: str) -> HttpResponse:
         answer = forward(request.method, path, request.META.get("QUERY_STRING", ""),
                          "gzip" in request.META.get("HTTP_ACCEPT_ENCODING", ""))
     except MonitorUnavailable as exc:
-        return HttpResponse(f'{{"error":true,"message":"{exc}"}}', status=503, content_type="application/json")
+        return HttpResponse(json.dumps({"error": True, "message": str(exc)}), status=503,
+                            content_type="application/json")
     response = HttpResponse(answer.body, status=answer.status, content_type=answer.content_type)
     if answer.content_encoding:
         response["Content-Encoding"] = answer.content_encoding

@@ -108,3 +108,11 @@ def test_the_retry_button_makes_a_finished_delivery_due_again_with_the_same_id(r
     assert woken[-1] == ([delivery_id], 0.0) and outbox.due_ids() == [delivery_id]
     assert outbox.send(delivery_id).state == Delivery.State.DELIVERED
     assert [h["webhook-id"] for _, _, h, _ in receiver.requests] == ["evt-7", "evt-7"]
+
+
+def test_a_disabled_endpoint_gets_nothing_more(receiver, woken):
+    endpoint = WebhookEndpoint.objects.create(name="ops", url=receiver.url)
+    [delivery_id] = outbox.enqueue([notification()])
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(enabled=False)
+    row = outbox.send(delivery_id)
+    assert (row.state, row.attempts, receiver.requests) == (Delivery.State.DISABLED, 0, [])

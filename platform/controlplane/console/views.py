@@ -119,7 +119,8 @@ class GroupListView(ViewerRequiredMixin, TemplateView):
             groups = [g for g in groups if query.lower() in g.group_id.lower()]
         evaluated = lag_client.read_json("/strom/v1/groups")
         lag = {g["group"]: g for g in evaluated["groups"]} if evaluated else None
-        return {**context, "groups": [(g, (lag or {}).get(g.group_id)) for g in groups], "lag_monitor": lag is not None}
+        return {**context, "groups": groups, "rows": [(g, (lag or {}).get(g.group_id)) for g in groups],
+                "lag_monitor": lag is not None}
 
 
 def render_group(request, group_id: str, status: int = 200, **context):

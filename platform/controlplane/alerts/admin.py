@@ -4,7 +4,7 @@ from django.contrib import admin
 
 from controlplane.core.admin import ReadOnlyModelAdmin
 
-from .models import Delivery, LagThreshold, Silence, WebhookEndpoint
+from .models import ClusterAlert, Delivery, LagThreshold, Silence, WebhookEndpoint
 
 
 @admin.register(WebhookEndpoint)
@@ -21,3 +21,4 @@ class DeliveryAdmin(ReadOnlyModelAdmin):
 
 admin.site.register(LagThreshold, ReadOnlyModelAdmin)
 admin.site.register(Silence, ReadOnlyModelAdmin)
+admin.site.register(ClusterAlert, ReadOnlyModelAdmin)

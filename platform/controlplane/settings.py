@@ -92,6 +92,8 @@ INSTALLED_APPS = [
     "controlplane.console",
     "controlplane.audit",
     "controlplane.access",
+    "controlplane.alerts",
+    "controlplane.lag",
 ]
 
 MIDDLEWARE = [
@@ -279,6 +281,21 @@ STROM_METADATA_LOG_RETENTION_RECORDS = _env_int("STROM_METADATA_LOG_RETENTION_RE
 STROM_NUM_PARTITIONS = _env_int("STROM_NUM_PARTITIONS", 1)
 # Where the control plane connects as a Kafka admin client (consumer groups); "" means the running brokers.
 STROM_BOOTSTRAP_SERVERS = os.environ.get("STROM_BOOTSTRAP_SERVERS", "")
+
+# Consumer lag (issue 14): `manage.py run_lag_monitor` runs monitoring.LagMonitor and serves its HTTP API on
+# 127.0.0.1:STROM_LAG_MONITOR_PORT behind the cluster secret; the web views (/v3/…, /metrics, /api/lag/…)
+# proxy to STROM_LAG_MONITOR_URL. STROM_LAG_MONITOR_CONFIG: a JSON file of monitor settings (Burrow's key names).
+STROM_LAG_MONITOR_PORT = _env_int("STROM_LAG_MONITOR_PORT", 8010)
+STROM_LAG_MONITOR_URL = os.environ.get("STROM_LAG_MONITOR_URL", f"http://127.0.0.1:{STROM_LAG_MONITOR_PORT}")
+STROM_LAG_MONITOR_CONFIG = os.environ.get("STROM_LAG_MONITOR_CONFIG", "")
+# Webhook retries: seconds to wait after the 1st, 2nd, … failed attempt (Standard Webhooks' schedule).
+STROM_WEBHOOK_RETRY_SCHEDULE_S = tuple(float(s) for s in os.environ.get(
+    "STROM_WEBHOOK_RETRY_SCHEDULE_S", "5,300,1800,7200,18000,36000,50400,72000,86400").split(","))
+
+# Cluster alerts (controlplane.alerts.cluster_alerts): seconds a broker may be down, and a partition
+# under-replicated, before it is announced (offline partitions are announced at once).
+STROM_ALERT_BROKER_DOWN_GRACE_S = float(os.environ.get("STROM_ALERT_BROKER_DOWN_GRACE_S", "30"))
+STROM_ALERT_UNDER_REPLICATED_GRACE_S = float(os.environ.get("STROM_ALERT_UNDER_REPLICATED_GRACE_S", "60"))
 
 LOGGING = {
     "version": 1,

@@ -2,7 +2,7 @@ from django.urls import path
 
 from controlplane.reports import views as reports
 
-from . import views
+from . import alerts, views
 
 app_name = "console"
 
@@ -16,7 +16,15 @@ urlpatterns = [
     path("groups/<path:group_id>/delete/", views.GroupDeleteView.as_view(), name="group-delete"),
     path("groups/<path:group_id>/", views.GroupDetailView.as_view(), name="group"),
     path("reassignments/", views.UnavailableSectionView.as_view(section="Reassignments"), name="reassignments"),
-    path("alerts/", views.UnavailableSectionView.as_view(section="Alerts"), name="alerts"),
+    path("alerts/", alerts.AlertsView.as_view(), name="alerts"),
+    path("alerts/endpoints/new/", alerts.EndpointCreateView.as_view(), name="alert-endpoint-create"),
+    path("alerts/endpoints/<int:pk>/test/", alerts.EndpointTestView.as_view(), name="alert-endpoint-test"),
+    path("alerts/endpoints/<int:pk>/delete/", alerts.EndpointDeleteView.as_view(), name="alert-endpoint-delete"),
+    path("alerts/thresholds/new/", alerts.ThresholdCreateView.as_view(), name="alert-threshold-create"),
+    path("alerts/thresholds/<int:pk>/delete/", alerts.ThresholdDeleteView.as_view(), name="alert-threshold-delete"),
+    path("alerts/silences/new/", alerts.SilenceCreateView.as_view(), name="alert-silence-create"),
+    path("alerts/silences/<int:pk>/delete/", alerts.SilenceDeleteView.as_view(), name="alert-silence-delete"),
+    path("alerts/deliveries/<int:pk>/retry/", alerts.DeliveryRetryView.as_view(), name="alert-delivery-retry"),
     path("reports/", reports.ReportListView.as_view(), name="reports"),
     path("reports/plotly.min.js", reports.PlotlyScriptView.as_view(), name="report-plotly"),
     path("reports/<str:report>/run/", reports.RunNowView.as_view(), name="report-run-now"),

@@ -17,6 +17,7 @@ from controlplane.access import actions
 from controlplane.access.actions import Action, Role
 from controlplane.access.models import ApiToken
 from controlplane.access.roles import role_of
+from controlplane.alerts.models import LagThreshold
 from controlplane.audit.models import AuditEntry
 from controlplane.groups import kafka_client
 from controlplane.groups.kafka_client import TopicPartition
@@ -26,6 +27,7 @@ from tests.conftest import PASSWORD, user_with_role
 from tests.controlplane.groups.conftest import FakeGroupAdmin, FakeLog
 
 ETL_0 = TopicPartition("events", 0)
+THRESHOLD_ID = 41
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,9 @@ MUTATIONS = [
                                                    {"crontab": "0 3 * * *", "enabled": "on"})),
     Mutation(actions.SCHEDULE_REPORTS, "rest", ("patch", "/api/reports/schedules/retention/",
                                                 {"crontab": "0 3 * * *"})),
+    Mutation(actions.MANAGE_ALERTS, "console", ("post", "/alerts/thresholds/new/", {"group": "etl", "topic": "*",
+                                                                                "max_lag": 9})),
+    Mutation(actions.MANAGE_ALERTS, "rest", ("patch", f"/api/alerts/thresholds/{THRESHOLD_ID}/", {"max_lag": 9})),
 ]
 ROLES = [None, Role.VIEWER, Role.OPERATOR, Role.ADMIN]
 
@@ -88,6 +93,7 @@ def world(cluster, monkeypatch):
     bob = user_with_role("bob", Role.OPERATOR)
     ApiToken.objects.create(user=bob, expiry=None, name="bob's")
     ReportRun.objects.create(pk=4242, report="lag", run_id="lag-queued")
+    LagThreshold.objects.create(id=THRESHOLD_ID, group="etl", max_lag=5)
     return fake
 
 
@@ -98,7 +104,8 @@ def state(fake) -> tuple:
     return (tuple(sorted(fake.groups)), dict(fake.committed.get("etl", {})), leaders,
             tuple(ApiToken.objects.order_by("name").values_list("user__username", "name")), bob_role,
             tuple(ReportRun.objects.order_by("pk").values_list("run_id", "status")),
-            tuple(PeriodicTask.objects.order_by("name").values_list("name", "crontab_id", "enabled")))
+            tuple(PeriodicTask.objects.order_by("name").values_list("name", "crontab_id", "enabled")),
+            tuple(LagThreshold.objects.values_list("group", "max_lag")))
 
 
 def perform(mutation: Mutation, user) -> str:
@@ -151,4 +158,4 @@ def test_every_action_with_a_front_end_is_in_the_matrix():
     assert {m.action for m in MUTATIONS} == {
         actions.RESET_OFFSETS, actions.DELETE_CONSUMER_GROUP, actions.ELECT_PREFERRED_LEADERS,
         actions.ELECT_UNCLEAN_LEADERS, actions.CREATE_TOKEN, actions.REVOKE_USER_TOKEN, actions.SET_ROLE,
-        actions.RUN_REPORTS, actions.CANCEL_REPORT_RUN, actions.SCHEDULE_REPORTS}
+        actions.RUN_REPORTS, actions.CANCEL_REPORT_RUN, actions.SCHEDULE_REPORTS, actions.MANAGE_ALERTS}

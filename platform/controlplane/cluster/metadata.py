@@ -13,10 +13,10 @@ from django.db import transaction
 
 from controlplane.topics.models import Partition, Topic
 
-from .models import Broker, BrokerState, ControllerState
+from .models import CLUSTER_DEFAULT, Broker, BrokerConfig, BrokerState, ControllerState
 
-__all__ = ("bump", "current_version", "image", "locked_state", "partition_image", "topic_image",
-           "wait_for_version")
+__all__ = ("broker_configs_image", "bump", "current_version", "image", "locked_state", "partition_image",
+           "topic_image", "wait_for_version")
 
 MAX_WAIT_MS = 30_000
 POLL_STEP_S = 0.02
@@ -62,7 +62,8 @@ def wait_for_version(min_version: int, wait_ms: int) -> int:
 def partition_image(partition: Partition) -> dict:
     return {"partition": partition.partition, "replicas": list(partition.replicas), "isr": list(partition.isr),
             "leader": partition.leader, "leader_epoch": partition.leader_epoch,
-            "partition_epoch": partition.partition_epoch}
+            "partition_epoch": partition.partition_epoch, "adding_replicas": list(partition.adding_replicas),
+            "removing_replicas": list(partition.removing_replicas)}
 
 
 def topic_image(topic: Topic, partitions: list[Partition] | None = None) -> dict:
@@ -70,6 +71,12 @@ def topic_image(topic: Topic, partitions: list[Partition] | None = None) -> dict
         partitions = list(topic.partitions.order_by("partition"))
     return {"name": topic.name, "topic_id": str(topic.topic_id), "configs": dict(topic.configs),
             "partitions": [partition_image(p) for p in partitions]}
+
+
+def broker_configs_image() -> dict[str, dict[str, str]]:
+    """Dynamic broker config overrides keyed by broker id as a string, "default" for the cluster default."""
+    return {"default" if c.broker_id == CLUSTER_DEFAULT else str(c.broker_id): dict(c.configs)
+            for c in BrokerConfig.objects.all() if c.configs}
 
 
 def image() -> dict:
@@ -93,4 +100,5 @@ def image() -> dict:
         "brokers": [{"broker_id": b.broker_id, "listeners": b.listeners, "rack": b.rack or None,
                      "state": b.state, "registration_epoch": b.registration_epoch} for b in brokers],
         "topics": [topic_image(topic, partitions) for topic, partitions in by_topic.values()],
+        "broker_configs": broker_configs_image(),
     }

@@ -5,6 +5,7 @@ one answers 403 (console, REST) or exits non-zero with the reason (command line)
 
 from dataclasses import dataclass
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -24,6 +25,7 @@ from tests.conftest import PASSWORD, user_with_role
 from tests.controlplane.groups.conftest import FakeGroupAdmin, FakeLog
 
 ETL_0 = TopicPartition("events", 0)
+PLANS = Path(__file__).parent
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,11 @@ MUTATIONS = [
                                                                     "name": "ci"})),
     Mutation(actions.REVOKE_USER_TOKEN, "console", ("post", "/tokens/revoke/", "bob's token")),
     Mutation(actions.SET_ROLE, "cli", ("set_role", "bob", "admin")),
+    # issue 13: reassignments (the world has orders-1 reassigning, hence --additional)
+    Mutation(actions.START_REASSIGNMENT, "cli", ("reassign_partitions", "--execute", "--additional",
+                                                 "--reassignment-json-file", str(PLANS / "payments-to-broker-2.json"))),
+    Mutation(actions.CANCEL_REASSIGNMENT, "cli", ("reassign_partitions", "--cancel", "--preserve-throttles",
+                                                  "--reassignment-json-file", str(PLANS / "orders-1-plan.json"))),
 ]
 ROLES = [None, Role.VIEWER, Role.OPERATOR, Role.ADMIN]
 
@@ -73,6 +80,7 @@ def world(cluster, monkeypatch):
     fake.add_topic("events", FakeLog(0, [0] * 12))
     fake.add_group("etl", committed={ETL_0: 4})
     Partition.objects.filter(topic__name="orders", partition=0).update(leader=2)
+    Partition.objects.filter(topic__name="orders", partition=1).update(replicas=[2, 1, 3], removing_replicas=[3])
     bob = user_with_role("bob", Role.OPERATOR)
     ApiToken.objects.create(user=bob, expiry=None, name="bob's")
     return fake
@@ -80,9 +88,10 @@ def world(cluster, monkeypatch):
 
 def state(fake) -> tuple:
     """Everything a mutation of the matrix could change."""
-    leaders = tuple(Partition.objects.order_by("topic__name", "partition").values_list("leader", flat=True))
+    partitions = tuple(Partition.objects.order_by("topic__name", "partition").values_list(
+        "leader", "replicas", "adding_replicas", "removing_replicas"))
     bob_role = role_of(get_user_model().objects.get(username="bob"))
-    return (tuple(sorted(fake.groups)), dict(fake.committed.get("etl", {})), leaders,
+    return (tuple(sorted(fake.groups)), dict(fake.committed.get("etl", {})), partitions,
             tuple(ApiToken.objects.order_by("name").values_list("user__username", "name")), bob_role)
 
 
@@ -135,4 +144,5 @@ def test_every_action_with_a_front_end_is_in_the_matrix():
     """Actions that some front end offers today; the rest are declared for features still to come."""
     assert {m.action for m in MUTATIONS} == {
         actions.RESET_OFFSETS, actions.DELETE_CONSUMER_GROUP, actions.ELECT_PREFERRED_LEADERS,
-        actions.ELECT_UNCLEAN_LEADERS, actions.CREATE_TOKEN, actions.REVOKE_USER_TOKEN, actions.SET_ROLE}
+        actions.ELECT_UNCLEAN_LEADERS, actions.CREATE_TOKEN, actions.REVOKE_USER_TOKEN, actions.SET_ROLE,
+        actions.START_REASSIGNMENT, actions.CANCEL_REASSIGNMENT}

@@ -1,9 +1,17 @@
 """Partition reassignment: Kafka's rules as a table (pure), then AlterPartitionReassignments /
 ListPartitionReassignments over the metadata store, completed by the leader's AlterPartition."""
 
-import pytest
+import json
+from io import StringIO
 
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from controlplane.access.actions import Role
+from controlplane.audit.models import AuditEntry
 from controlplane.cluster import metadata, services
+from controlplane.cluster.models import BrokerConfig
 from controlplane.controller.reassignment import (
     Assignment,
     PartitionResult,
@@ -14,8 +22,10 @@ from controlplane.controller.reassignment import (
     start,
 )
 from controlplane.core.errors import KafkaApiError
-from controlplane.topics.models import Partition
+from controlplane.topics.models import Partition, Topic
 from controlplane.topics.services import alter_configs, create_topic
+from kafkaspec.replication_throttles import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from tests.conftest import user_with_role
 
 A = Assignment
 LIVE = {1, 2, 3, 4, 5, 6}
@@ -174,3 +184,94 @@ def test_cancel_that_needs_an_unclean_election_is_refused_unless_the_topic_allow
     alter_configs("t", {"unclean.leader.election.enable": "true"})
     assert alter_reassignments([("t", 0, None)]) == [PartitionResult("t", 0)]
     assert (partition(0).replicas, partition(0).leader) == ([1, 2], 1)
+
+
+def reassign(tmp_path, *args, plan=None, as_user="ops"):
+    """Run `manage.py reassign_partitions` as `as_user` (plan: written to a JSON file); its stdout."""
+    if plan is not None:
+        path = tmp_path / "plan.json"
+        path.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": t, "partition": n, "replicas": r} for t, n, r in plan]}))
+        args += ("--reassignment-json-file", str(path))
+    out = StringIO()
+    call_command("reassign_partitions", *args, "--as", as_user, stdout=out)
+    return out.getvalue()
+
+
+def throttle_configs():
+    return (Topic.objects.get(name="t").configs,
+            {c.broker_id: c.configs for c in BrokerConfig.objects.all() if c.configs})
+
+
+@pytest.fixture
+def operator(cluster):
+    return user_with_role("ops", Role.OPERATOR)
+
+
+def test_command_executes_with_a_throttle_verifies_and_clears_it(tmp_path, cluster, operator):
+    out = reassign(tmp_path, "--execute", "--throttle", "2097152", plan=[("t", 0, [3, 4])])
+    assert '"replicas":[1,2]' in out and "Successfully started partition reassignment for t-0" in out
+    topic_configs, broker_configs = throttle_configs()
+    assert topic_configs == {LEADER_REPLICAS: "0:1,0:2", FOLLOWER_REPLICAS: "0:3,0:4"}
+    assert broker_configs == {b: {LEADER_RATE: "2097152", FOLLOWER_RATE: "2097152"} for b in (1, 2, 3, 4)}
+    assert "t-0: replicas: 3,4,1,2. adding: 3,4. removing: 1,2." in reassign(tmp_path, "--list")
+
+    out = reassign(tmp_path, "--verify", plan=[("t", 0, [3, 4])])
+    assert "still in progress" in out and throttle_configs()[1]  # throttles stay while it runs
+
+    leader_proposes(cluster, 0, [1, 2, 3, 4])
+    out = reassign(tmp_path, "--verify", plan=[("t", 0, [3, 4])])
+    assert "Reassignment of partition t-0 is completed." in out
+    assert "Clearing broker-level throttles on brokers 1,2,3,4" in out
+    assert throttle_configs() == ({}, {})
+    assert list(AuditEntry.objects.order_by("id").values_list("action", "result")) == [
+        ("start_reassignment", "ok"), ("clear_reassignment_throttles", "ok")]
+    assert reassign(tmp_path, "--list") == "No partition reassignments found.\n"
+
+
+def test_command_cancels_and_clears_throttles(tmp_path, cluster, operator):
+    reassign(tmp_path, "--execute", "--throttle", "1048576", plan=[("t", 0, [3, 4]), ("t", 1, [2, 3])])
+    out = reassign(tmp_path, "--cancel", plan=[("t", 0, [3, 4]), ("t", 1, [2, 3])])
+    assert "Successfully cancelled partition reassignment for t-0" in out
+    assert (partition(0).replicas, partition(0).is_reassigning) == ([1, 2], False)
+    assert throttle_configs() == ({}, {})
+
+
+def test_command_generates_kafkas_plan_onto_a_broker_list(tmp_path, cluster, operator):
+    topics = tmp_path / "topics.json"
+    topics.write_text('{"topics": [{"topic": "t"}], "version": 1}')
+    out = reassign(tmp_path, "--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "3,4")
+    current, proposed = (json.loads(line) for line in out.splitlines() if line.startswith("{"))
+    assert [p["replicas"] for p in current["partitions"]] == [[1, 2], [2, 3]]
+    assert all(sorted(p["replicas"]) == [3, 4] for p in proposed["partitions"])
+    assert not partition(0).is_reassigning  # --generate executes nothing
+
+
+@pytest.mark.parametrize(("args", "plan", "message"), [
+    (("--execute",), None, "--reassignment-json-file is required"),
+    (("--execute",), [("t", 0, [1, 9])], "INVALID_REPLICA_ASSIGNMENT"),
+    (("--execute",), [("t", 5, [1, 2])], "UNKNOWN_TOPIC_OR_PARTITION"),
+    (("--execute", "--throttle", "10"), [("t", 0, [1, 3])], "at least 1024"),
+    (("--verify",), [("t", 0, [1, 3]), ("t", 0, [1, 2])], "more than once"),
+    (("--generate", "--broker-list", "1,2"), None, "--topics-to-move-json-file is required"),
+])
+def test_command_errors_exit_non_zero_and_change_nothing(tmp_path, cluster, operator, args, plan, message):
+    version = metadata.current_version()
+    with pytest.raises(CommandError, match=message):
+        reassign(tmp_path, *args, plan=plan)
+    assert metadata.current_version() == version
+
+
+def test_command_refuses_a_second_reassignment_without_additional(tmp_path, cluster, operator):
+    reassign(tmp_path, "--execute", plan=[("t", 0, [1, 2, 3])])
+    with pytest.raises(CommandError, match="REASSIGNMENT_IN_PROGRESS"):
+        reassign(tmp_path, "--execute", plan=[("t", 1, [2, 3, 4])])
+    reassign(tmp_path, "--execute", "--additional", plan=[("t", 1, [2, 3, 4])])
+    assert partition(1).adding_replicas == [4]
+
+
+def test_command_needs_the_operator_role(tmp_path, cluster):
+    user_with_role("val", Role.VIEWER)
+    with pytest.raises(CommandError, match="Refused: Starting partition reassignments needs the operator role"):
+        reassign(tmp_path, "--execute", plan=[("t", 0, [1, 2, 3])], as_user="val")
+    assert not partition(0).is_reassigning

@@ -5,7 +5,7 @@ from rest_framework.routers import DefaultRouter
 from controlplane.access.api.views import ObtainTokenView
 from controlplane.audit.api.views import AuditEntryViewSet
 from controlplane.cluster.api.views import BrokerViewSet
-from controlplane.controller.api.views import ElectLeadersView
+from controlplane.controller.api.views import ElectLeadersView, ReassignmentViewSet
 from controlplane.groups.api.views import GroupViewSet
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
 from controlplane.metrics.api.views import BrokerMetricPointViewSet, TopicMetricPointViewSet
@@ -20,6 +20,7 @@ router.register("groups", GroupViewSet, basename="group")
 router.register("metrics/brokers", BrokerMetricPointViewSet)
 router.register("metrics/topics", TopicMetricPointViewSet)
 router.register("audit", AuditEntryViewSet)
+router.register("reassignments", ReassignmentViewSet, basename="reassignment")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

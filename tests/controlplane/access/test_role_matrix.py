@@ -64,6 +64,9 @@ MUTATIONS = [
     # issue 13: reassignments (the world has orders-1 reassigning, hence --additional)
     Mutation(actions.START_REASSIGNMENT, "cli", ("reassign_partitions", "--execute", "--additional",
                                                  "--reassignment-json-file", str(PLANS / "payments-to-broker-2.json"))),
+    Mutation(actions.START_REASSIGNMENT, "rest", ("post", "/api/reassignments/", {
+        "partitions": [{"topic": "payments", "partition": 0, "replicas": [2]}], "additional": True})),
+    Mutation(actions.CANCEL_REASSIGNMENT, "rest", ("post", "/api/reassignments/cancel/", {"preserve_throttles": True})),
     Mutation(actions.CANCEL_REASSIGNMENT, "cli", ("reassign_partitions", "--cancel", "--preserve-throttles",
                                                   "--reassignment-json-file", str(PLANS / "orders-1-plan.json"))),
 ]

@@ -22,3 +22,54 @@ class ElectionResultSerializer(serializers.Serializer):
 
 class ElectLeadersResultSerializer(serializers.Serializer):
     results = ElectionResultSerializer(many=True)
+
+
+class PlanPartitionSerializer(TopicPartitionSerializer):
+    replicas = serializers.ListField(child=serializers.IntegerField(min_value=0), allow_empty=False,
+                                     help_text="target replicas; the first is the preferred leader")
+
+
+class ExecutePlanSerializer(serializers.Serializer):
+    """Kafka's `--execute`: a plan's partitions, an optional throttle, `additional` to add to running ones."""
+
+    partitions = PlanPartitionSerializer(many=True, allow_empty=False)
+    throttle = serializers.IntegerField(default=-1, min_value=-1, help_text="replication throttle, B/s; -1: none")
+    additional = serializers.BooleanField(default=False)
+
+
+class VerifyPlanSerializer(serializers.Serializer):
+    partitions = PlanPartitionSerializer(many=True, allow_empty=False)
+    preserve_throttles = serializers.BooleanField(default=False)
+
+
+class CancelSerializer(serializers.Serializer):
+    partitions = TopicPartitionSerializer(many=True, required=False, allow_null=True, default=None,
+                                          help_text="null or absent: every reassignment in progress")
+    preserve_throttles = serializers.BooleanField(default=False)
+
+
+class ReassignmentSerializer(serializers.Serializer):
+    topic = serializers.CharField()
+    partition = serializers.IntegerField()
+    replicas = serializers.ListField(child=serializers.IntegerField())
+    adding_replicas = serializers.ListField(child=serializers.IntegerField())
+    removing_replicas = serializers.ListField(child=serializers.IntegerField())
+
+
+class PartitionResultSerializer(serializers.Serializer):
+    topic = serializers.CharField()
+    partition = serializers.IntegerField()
+    error = serializers.CharField(allow_null=True, help_text="null on success, else the Kafka error name")
+    message = serializers.CharField(allow_null=True)
+
+
+class VerificationSerializer(serializers.Serializer):
+    topic = serializers.CharField()
+    partition = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=("in progress", "completed", "other"))
+    actual = serializers.ListField(child=serializers.IntegerField(), help_text="the replicas, when 'other'")
+
+
+class GeneratedPlanSerializer(serializers.Serializer):
+    current = PlanPartitionSerializer(many=True)
+    proposed = PlanPartitionSerializer(many=True)

@@ -38,7 +38,7 @@ from brokerd.metadata.image import (
     PartitionAssignment,
     TopicMetadata,
 )
-from brokerd.metadata.store import AdminOrigin, ImageListener
+from brokerd.metadata.store import AdminOrigin, ImageListener, Reassignment
 from kafkaspec.listeners import InvalidListenerError, parse_listeners
 
 log = logging.getLogger(__name__)
@@ -428,6 +428,23 @@ class ClusterMetadataStore:
             origin=origin)
         assert isinstance(body, dict)
         return [(r["topic"], int(r["partition"]), r.get("error") or None) for r in body.get("results", ())]
+
+    async def alter_partition_reassignments(self, requests: list[tuple[str, int, list[int] | None]],
+                                            origin: AdminOrigin | None = None
+                                            ) -> list[tuple[str, int, str | None, str | None]]:
+        body = await self._call("POST", "/reassignments", {"partitions": [
+            {"topic": t, "partition": p, "replicas": r} for t, p, r in requests]}, origin=origin)
+        assert isinstance(body, dict)
+        return [(r["topic"], int(r["partition"]), r.get("error") or None, r.get("message"))
+                for r in body.get("results", ())]
+
+    async def list_partition_reassignments(self, partitions: list[tuple[str, int]] | None
+                                           ) -> list[Reassignment]:
+        body = await self._call("POST", "/reassignments/list", {
+            "partitions": None if partitions is None else [{"topic": t, "partition": p} for t, p in partitions]})
+        assert isinstance(body, dict)
+        return [Reassignment(r["topic"], int(r["partition"]), tuple(r["replicas"]), tuple(r["adding_replicas"]),
+                             tuple(r["removing_replicas"])) for r in body.get("reassignments", ())]
 
 
 def secret_from(properties: Mapping[str, str]) -> str | None:

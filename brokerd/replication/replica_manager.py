@@ -100,6 +100,12 @@ class ReplicaManager:
         # Topics deleted while this broker was down: their logs go before anything serves them.
         self._log_manager.delete_stray_logs(image.cluster_id, self.node_id,
                                             {name: topic.uuid for name, topic in image.topics.items()})
+        # Replicas reassigned away while this broker was down: not ours any more (Kafka's StopReplica).
+        for (topic, index), _ in self._log_manager.logs():
+            assignment = image.partition(topic, index)
+            if assignment is not None and self.node_id not in assignment.replicas:
+                log.info("%s-%d: no longer a replica here; deleting its log", topic, index)
+                self._log_manager.delete_log(topic, index)
         self._apply(image)
         self._isr_task = asyncio.get_running_loop().create_task(self._isr_loop(), name="isr-check")
 
@@ -285,9 +291,10 @@ class ReplicaManager:
                 self._min_isr[name] = 1
             for assignment in topic.partitions:
                 key = TopicPartition(name, assignment.partition)
-                if self.node_id not in assignment.replicas:  # moved away: stop, keep the data
+                if self.node_id not in assignment.replicas:  # reassigned away: stop and delete (StopReplica)
                     if key in self._partitions:
-                        self._drop(key, delete_log=False)
+                        log.info("%s-%d: no longer a replica here; deleting its log", name, assignment.partition)
+                        self._drop(key, delete_log=True)
                     continue
                 partition = self._partitions.get(key)
                 if partition is None:

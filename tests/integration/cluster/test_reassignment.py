@@ -1,0 +1,72 @@
+"""Partition reassignment on real brokers (issue 13): kafka-python's admin client moves a partition from
+brokers 1, 2 to 3, 4 while an idempotent acks=all producer keeps writing; the new replicas catch up, join
+the ISR, the leader moves to 3 and the removed replicas' logs leave the disk. Then a reassignment that
+cannot finish (its new replica's broker is down) is listed and cancelled over the wire, with Kafka's
+errors for a bad target and for cancelling nothing. Afterwards every
+acknowledged record is in the log exactly once, and the replicas are byte-identical up to the high
+watermark."""
+
+import pytest
+from kafka import KafkaAdminClient, TopicPartition
+from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
+
+from tests.integration.cluster.test_faults import high_watermark, wait_for_progress
+from tests.integration.cluster.workload import AckingProducer, audit_acknowledged, consume_all, replica_bytes
+from tests.support.cluster import broker_cluster
+from tests.support.controlplane import control_plane
+from tests.support.polling import wait_until
+
+
+@pytest.fixture(scope="module")
+def cluster4(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("cluster")
+    with control_plane(directory) as plane, broker_cluster(plane, directory, 4) as running:
+        yield running
+
+
+@pytest.mark.slow
+def test_move_a_partition_under_load_then_cancel_one_over_the_wire(cluster4, topic_name):
+    cluster = cluster4
+    cluster.create_topic(topic_name, assignments=[[1, 2]], configs={"min.insync.replicas": "2"})
+    tp = TopicPartition(topic_name, 0)
+    producer = AckingProducer(cluster.bootstrap, topic_name, rate_per_s=500).start()
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30_000)
+    try:
+        wait_for_progress(producer)
+        assert admin.alter_partition_reassignments({tp: [3, 4]}) == {tp: None}
+        moved = wait_until(lambda: (lambda s: s if s["replicas"] == [3, 4] else None)(
+            cluster.partition_state(topic_name, 0)), 60, message="the reassignment to complete")
+        assert (moved["isr"], moved["leader"], moved["adding_replicas"]) == ([3, 4], 3, [])
+        assert admin.list_partition_reassignments() == {}
+        wait_for_progress(producer)  # the producer follows the leader to broker 3
+        for gone in (1, 2):
+            wait_until(lambda b=gone: not (cluster.brokers[b].log_dir / f"{topic_name}-0").exists(), 30,
+                       message=f"broker {gone} to delete its removed replica")
+
+        # A reassignment that cannot complete: broker 2 is down, so its new replica never catches up.
+        # (Broker 1, the lowest running id, stays up: it is the controller admin clients talk to.)
+        cluster.stop(2)
+        assert admin.alter_partition_reassignments({tp: [3, 4, 2]}) == {tp: None}
+        assert admin.list_partition_reassignments() == {
+            tp: {"replicas": [3, 4, 2], "adding_replicas": [2], "removing_replicas": []}}
+        assert admin.alter_partition_reassignments({tp: [3, 9]}) == {tp: InvalidReplicationAssignmentError}
+        assert admin.alter_partition_reassignments({tp: None}) == {tp: None}
+        assert admin.list_partition_reassignments() == {}
+        assert admin.alter_partition_reassignments({tp: None}) == {tp: NoReassignmentInProgressError}
+        assert cluster.partition_state(topic_name, 0)["replicas"] == [3, 4]
+        wait_for_progress(producer)
+    finally:
+        admin.close()
+        producer.stop()
+        cluster.start(2)
+
+    assert not producer.errors, producer.errors[:5]
+    hw = wait_until(lambda: (lambda h: h if h >= max(a.offset for a in producer.acks) + 1 else None)(
+        high_watermark(cluster, topic_name)), 30, message="the high watermark to cover every acknowledgement")
+    audit_acknowledged(producer.acks, consume_all(cluster.bootstrap, topic_name, hw))
+    copies = wait_until(lambda: (lambda c: c if c[3] == c[4] else None)(
+        {b: replica_bytes(cluster.brokers[b].log_dir, topic_name, hw) for b in (3, 4)}), 30,
+        message="the new replicas to converge")
+    assert copies[3], "no data below the high watermark"
+    print(f"\nmoved {topic_name}-0 from [1, 2] to [3, 4] under load: {len(producer.acks)} records acknowledged, "
+          f"{len(copies[3])} bytes per replica below HW {hw}")

@@ -127,7 +127,9 @@ def parse_image(body: Mapping) -> ClusterImage:
     if controller not in live:
         controller = min(live) if live else -1
     return ClusterImage(cluster_id=str(body.get("cluster_id", "")), controller_id=int(controller),
-                        brokers=brokers, topics=topics, metadata_version=int(body.get("metadata_version", 0)))
+                        brokers=brokers, topics=topics, metadata_version=int(body.get("metadata_version", 0)),
+                        broker_configs={str(b): {str(k): str(v) for k, v in c.items()}
+                                        for b, c in (body.get("broker_configs") or {}).items()})
 
 
 class ClusterMetadataStore:

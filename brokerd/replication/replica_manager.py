@@ -15,10 +15,11 @@ What callers use (handlers, the group coordinator):
   reads, `replica` for any role;
 - `record_follower_fetch` (replica Fetch) and `wait_for_appends` (fetch long polls).
 
-Seams for later work: the role changes (`_apply`, `_become_leader`, `_become_follower`) are where
-reassignment adds and removes replicas; the fetchers (`fetcher.ReplicaFetcher`, one per source broker) are
-where replication throttles go; `_wait_for_replication` and `purgatory.ProducePurgatory` are the acks=all
-latency path. Event loop only.
+Reassignment: the role changes (`_apply`, `_become_leader`, `_become_follower`) add a replica this broker
+newly hosts as a follower and delete the log of one reassigned away; the fetchers (`fetcher.ReplicaFetcher`,
+one per source broker) apply the follower replication throttle (`throttle.ReplicationQuota`, configured
+from the image). `_wait_for_replication` and `purgatory.ProducePurgatory` are the acks=all latency path.
+Event loop only.
 """
 
 import asyncio
@@ -43,8 +44,10 @@ from brokerd.replication.fetcher import ReplicaFetcher
 from brokerd.replication.isr import IsrManager
 from brokerd.replication.partition import AppendResult, Partition
 from brokerd.replication.purgatory import FetchPurgatory, ProducePurgatory
+from brokerd.replication.throttle import ReplicationQuota
 from brokerd.storage import LogManager
 from brokerd.types import BrokerId, LeaderEpoch, Offset, TopicPartition
+from kafkaspec import replication_throttles as throttles
 from kafkaspec import topic_config
 
 log = logging.getLogger(__name__)
@@ -87,6 +90,8 @@ class ReplicaManager:
         self.fetch_purgatory = FetchPurgatory()
         self.produce_purgatory = ProducePurgatory()
         self.isr = IsrManager(metadata)
+        self.follower_quota = ReplicationQuota()
+        """`follower.replication.throttled.rate` over the throttled replicas here; shared by every fetcher."""
         self._isr_task: asyncio.Task | None = None
         self._started = False
         self._role_listeners: list[Callable[[], None]] = []
@@ -276,6 +281,11 @@ class ReplicaManager:
 
     def _apply(self, image: ClusterImage) -> None:
         self._fenced = frozenset(b.node_id for b in image.brokers if b.fenced)
+        self.follower_quota.configure(
+            throttles.rate(throttles.FOLLOWER_RATE, image.broker_configs.get(str(self.node_id), {}),
+                           image.broker_configs.get("default", {})),
+            {name: throttles.throttled_partitions(topic.configs.get(throttles.FOLLOWER_REPLICAS, ""), self.node_id)
+             for name, topic in image.topics.items() if topic.configs.get(throttles.FOLLOWER_REPLICAS)})
         for key in list(self._partitions):
             topic = image.topics.get(key.topic)
             if topic is None or topic.topic_id != self._topic_ids.get(key.topic):
@@ -348,7 +358,8 @@ class ReplicaManager:
                      assignment.leader_epoch)
             return
         if fetcher is None:
-            fetcher = self._fetchers[leader.node_id] = ReplicaFetcher(leader, self.node_id, self.config)
+            fetcher = self._fetchers[leader.node_id] = ReplicaFetcher(leader, self.node_id, self.config,
+                                                                      quota=self.follower_quota)
             fetcher.start()
         log.info("%s-%d: follower of %d at epoch %d (LEO %d)", partition.topic, partition.index,
                  leader.node_id, partition.leader_epoch, partition.log_end_offset)

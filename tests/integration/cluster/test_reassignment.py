@@ -6,7 +6,10 @@ errors for a bad target and for cancelling nothing. Afterwards every
 acknowledged record is in the log exactly once, and the replicas are byte-identical up to the high
 watermark."""
 
+import time
+
 import pytest
+from confluent_kafka import Producer
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
 
@@ -70,3 +73,51 @@ def test_move_a_partition_under_load_then_cancel_one_over_the_wire(cluster4, top
     assert copies[3], "no data below the high watermark"
     print(f"\nmoved {topic_name}-0 from [1, 2] to [3, 4] under load: {len(producer.acks)} records acknowledged, "
           f"{len(copies[3])} bytes per replica below HW {hw}")
+
+
+THROTTLE = 2_000_000
+"""bytes/s: issue 13's 2 MB/s."""
+THROTTLED_BYTES = 12_000_000
+
+
+def log_bytes(directory) -> int:
+    return sum(p.stat().st_size for p in directory.glob("*.log")) if directory.exists() else 0
+
+
+@pytest.mark.slow
+def test_a_throttled_new_replica_copies_at_the_throttle_rate(cluster4, topic_name):
+    """Kafka's throttle configs, set as kafka-reassign-partitions --throttle does, bound the copy to a new
+    replica; the rate is measured from its log's growth on disk, between 10 % and 90 % of the data."""
+    cluster = cluster4
+    cluster.create_topic(topic_name, assignments=[[1, 2]])
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 20})
+    for _ in range(THROTTLED_BYTES // 10_000):
+        producer.produce(topic_name, b"x" * 10_000, partition=0)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    del producer  # librdkafka would keep reconnecting to the brokers after the module's cluster stops
+    status, body = cluster.plane.call("POST", f"/internal/v1/topics/{topic_name}/configs", {"set": {
+        "leader.replication.throttled.replicas": "0:1,0:2", "follower.replication.throttled.replicas": "0:3"}})
+    assert status == 200, body
+    rates = {"leader.replication.throttled.rate": THROTTLE, "follower.replication.throttled.rate": THROTTLE}
+    status, body = cluster.plane.call("POST", "/internal/v1/brokers/configs", {"broker_ids": [1, 2, 3], "set": rates})
+    assert status == 200, body
+    copy = cluster.brokers[3].log_dir / f"{topic_name}-0"
+    total = log_bytes(cluster.brokers[1].log_dir / f"{topic_name}-0")
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30_000)
+    try:
+        assert admin.alter_partition_reassignments({TopicPartition(topic_name, 0): [1, 2, 3]}) == {
+            TopicPartition(topic_name, 0): None}
+        samples = []
+        wait_until(lambda: samples.append((time.monotonic(), log_bytes(copy))) or samples[-1][1] >= total, 60,
+                   interval_s=0.05, message="the new replica to copy the log")
+    finally:
+        admin.close()
+    start = next(s for s in samples if s[1] >= total * 0.1)
+    end = next(s for s in samples if s[1] >= total * 0.9)
+    measured = (end[1] - start[1]) / (end[0] - start[0])
+    print(f"\nthrottled copy: {measured / 1e6:.2f} MB/s measured for a {THROTTLE / 1e6:.0f} MB/s throttle "
+          f"({total / 1e6:.1f} MB, {(end[0] - start[0]):.1f} s between 10 % and 90 %)")
+    assert THROTTLE * 0.85 <= measured <= THROTTLE * 1.15
+    wait_until(lambda: cluster.partition_state(topic_name, 0)["replicas"] == [1, 2, 3], 30,
+               message="the reassignment to complete")

@@ -5,7 +5,7 @@ from rest_framework.routers import DefaultRouter
 from controlplane.access.api.views import ObtainTokenView
 from controlplane.audit.api.views import AuditEntryViewSet
 from controlplane.cluster.api.views import BrokerViewSet
-from controlplane.controller.api.views import ElectLeadersView, ReassignmentViewSet
+from controlplane.controller.api.views import ElectLeadersView, ProposalView, ReassignmentViewSet
 from controlplane.groups.api.views import GroupViewSet
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
 from controlplane.metrics.api.views import BrokerMetricPointViewSet, TopicMetricPointViewSet
@@ -27,5 +27,6 @@ urlpatterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("token/", ObtainTokenView.as_view(), name="token"),
     path("elect-leaders/", ElectLeadersView.as_view(), name="elect-leaders"),
+    path("proposals/", ProposalView.as_view(), name="proposals"),
     path("", include(router.urls)),
 ]

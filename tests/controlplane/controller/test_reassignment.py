@@ -275,3 +275,25 @@ def test_command_needs_the_operator_role(tmp_path, cluster):
     with pytest.raises(CommandError, match="Refused: Starting partition reassignments needs the operator role"):
         reassign(tmp_path, "--execute", plan=[("t", 0, [1, 2, 3])], as_user="val")
     assert not partition(0).is_reassigning
+
+
+def test_balance_proposal_plans_a_decommission_that_reassign_executes(tmp_path, cluster, operator):
+    plan = tmp_path / "off-2.json"
+    out = StringIO()
+    call_command("balance_proposal", "--goal", "decommission", "--brokers", "2", "--output", str(plan), stdout=out)
+    assert "2 partitions, 2 replicas" in out.getvalue()
+    entries = json.loads(plan.read_text())["partitions"]
+    assert all(2 not in e["replicas"] and len(e["replicas"]) == 2 for e in entries)
+    reassign(tmp_path, "--execute", "--reassignment-json-file", str(plan))
+    assert {p: partition(p).removing_replicas for p in (0, 1)} == {0: [2], 1: [2]}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--goal", "decommission"), "decommission needs running brokers"),
+    (("--goal", "decommission", "--brokers", "9"), "decommission needs running brokers"),
+    (("--goal", "replication-factor", "--topic", "t", "--replication-factor", "5"), "INVALID_REPLICATION_FACTOR"),
+    (("--goal", "replication-factor"), "needs an existing topic"),
+])
+def test_balance_proposal_errors(cluster, args, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("balance_proposal", *args, stdout=StringIO())

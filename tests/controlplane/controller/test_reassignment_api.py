@@ -87,3 +87,17 @@ def test_a_viewer_may_list_but_not_execute(api):
     answer = viewer.post(API, {"partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2, 4]}]},
                          format="json")
     assert answer.status_code == 403 and "operator role" in answer.json()["detail"]
+
+
+def test_a_proposal_executes_as_a_plan(api):
+    proposal = api.get("/api/proposals/", {"goal": "decommission", "brokers": "3"}).json()
+    assert proposal["replica_moves"] == 1 and [m["partition"] for m in proposal["moves"]] == [1]
+    assert {b["broker"]: b["replicas_after"] for b in proposal["brokers"]}[3] == 0
+    answer = api.post(API, {"partitions": proposal["plan"]}, format="json")
+    assert [r["error"] for r in answer.json()] == [None]
+    assert api.get(API).json()[0]["removing_replicas"] == [3]
+
+
+def test_a_bad_proposal_request_is_400(api):
+    answer = api.get("/api/proposals/", {"goal": "tidy"})
+    assert answer.status_code == 400 and answer.json()["error"] == "INVALID_REQUEST"

@@ -73,3 +73,31 @@ class VerificationSerializer(serializers.Serializer):
 class GeneratedPlanSerializer(serializers.Serializer):
     current = PlanPartitionSerializer(many=True)
     proposed = PlanPartitionSerializer(many=True)
+
+
+class BrokerLoadSerializer(serializers.Serializer):
+    broker = serializers.IntegerField()
+    replicas_before = serializers.IntegerField()
+    replicas_after = serializers.IntegerField()
+    leaders_before = serializers.IntegerField()
+    leaders_after = serializers.IntegerField()
+    bytes_before = serializers.IntegerField()
+    bytes_after = serializers.IntegerField()
+    rack = serializers.CharField(allow_null=True)
+
+
+class ProposalMoveSerializer(serializers.Serializer):
+    topic = serializers.CharField()
+    partition = serializers.IntegerField()
+    replicas_before = serializers.ListField(child=serializers.IntegerField())
+    replicas_after = serializers.ListField(child=serializers.IntegerField())
+    bytes = serializers.IntegerField(help_text="bytes copied to the new replicas")
+
+
+class ProposalSerializer(serializers.Serializer):
+    goal = serializers.CharField()
+    moves = ProposalMoveSerializer(many=True)
+    replica_moves = serializers.IntegerField()
+    bytes_to_move = serializers.IntegerField()
+    brokers = BrokerLoadSerializer(many=True)
+    plan = PlanPartitionSerializer(many=True, help_text="the partitions to POST to /api/reassignments/")

@@ -12,7 +12,7 @@ from controlplane.access.actions import Action
 from controlplane.access.rest import ActionViewMixin
 from controlplane.core.errors import KafkaApiError
 
-from .. import election, plans, reassignment, throttles
+from .. import election, plans, proposals, reassignment, throttles
 from .serializers import (
     CancelSerializer,
     ElectLeadersResultSerializer,
@@ -20,6 +20,7 @@ from .serializers import (
     ExecutePlanSerializer,
     GeneratedPlanSerializer,
     PartitionResultSerializer,
+    ProposalSerializer,
     ReassignmentSerializer,
     VerificationSerializer,
     VerifyPlanSerializer,
@@ -158,3 +159,41 @@ class ReassignmentViewSet(ActionViewMixin, viewsets.ViewSet):
         current, proposed = plans.generate(topics, brokers, request.query_params.get("rack_aware") != "false")
         return Response(GeneratedPlanSerializer({"current": [asdict(e) for e in current],
                                                  "proposed": [asdict(e) for e in proposed]}).data)
+
+
+class ProposalView(APIView):
+    """A balance proposal (`controller.proposals`; changes nothing): `goal` one of replicas, disk, leaders,
+    racks, decommission (`brokers`), replication-factor (`topic`, `replication_factor`). The `plan` part is
+    what POST /api/reassignments/ executes."""
+
+    @extend_schema(parameters=[
+        OpenApiParameter("goal", str, enum=proposals.GOALS, required=True),
+        OpenApiParameter("brokers", str, description="brokers to decommission, comma-separated"),
+        OpenApiParameter("topic", str), OpenApiParameter("replication_factor", int)],
+        responses=ProposalSerializer)
+    def get(self, request):
+        query = request.query_params
+        try:
+            brokers = [int(b) for b in query.get("brokers", "").split(",") if b]
+            replication_factor = int(query["replication_factor"]) if query.get("replication_factor") else None
+        except ValueError:
+            raise ValidationError("brokers and replication_factor must be integers") from None
+        try:
+            proposal = proposals.propose(query.get("goal", ""), brokers, query.get("topic"), replication_factor)
+        except KafkaApiError as e:
+            return Response(e.as_json(), status=e.status)
+        loads = [{"broker": b, "replicas_before": proposal.before[b].replicas if b in proposal.before else 0,
+                  "replicas_after": proposal.after[b].replicas if b in proposal.after else 0,
+                  "leaders_before": proposal.before[b].leaders if b in proposal.before else 0,
+                  "leaders_after": proposal.after[b].leaders if b in proposal.after else 0,
+                  "bytes_before": proposal.before[b].bytes if b in proposal.before else 0,
+                  "bytes_after": proposal.after[b].bytes if b in proposal.after else 0,
+                  "rack": (proposal.after.get(b) or proposal.before[b]).rack}
+                 for b in sorted(set(proposal.before) | set(proposal.after))]
+        moves = [{"topic": new.topic, "partition": new.partition, "replicas_before": list(old.replicas),
+                  "replicas_after": list(new.replicas), "bytes": new.size * len(set(new.replicas) - set(old.replicas))}
+                 for old, new in proposal.moves]
+        return Response(ProposalSerializer({
+            "goal": query.get("goal"), "moves": moves, "replica_moves": proposal.replica_moves,
+            "bytes_to_move": proposal.bytes_to_move, "brokers": loads,
+            "plan": [asdict(e) for e in proposals.plan_entries(proposal)]}).data)

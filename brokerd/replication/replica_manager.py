@@ -17,9 +17,9 @@ What callers use (handlers, the group coordinator):
 
 Reassignment: the role changes (`_apply`, `_become_leader`, `_become_follower`) add a replica this broker
 newly hosts as a follower and delete the log of one reassigned away; the fetchers (`fetcher.ReplicaFetcher`,
-one per source broker) apply the follower replication throttle (`throttle.ReplicationQuota`, configured
-from the image). `_wait_for_replication` and `purgatory.ProducePurgatory` are the acks=all latency path.
-Event loop only.
+one per source broker) apply the follower replication throttle and the Fetch handler the leader one
+(`throttle.ReplicationQuota`s, configured from the image). `_wait_for_replication` and
+`purgatory.ProducePurgatory` are the acks=all latency path. Event loop only.
 """
 
 import asyncio
@@ -92,6 +92,9 @@ class ReplicaManager:
         self.isr = IsrManager(metadata)
         self.follower_quota = ReplicationQuota()
         """`follower.replication.throttled.rate` over the throttled replicas here; shared by every fetcher."""
+        self.leader_quota = ReplicationQuota()
+        """`leader.replication.throttled.rate` over what this broker, as leader, sends to out-of-sync followers of
+        the throttled replicas it leads (the Fetch handler asks it)."""
         self._isr_task: asyncio.Task | None = None
         self._started = False
         self._role_listeners: list[Callable[[], None]] = []
@@ -281,11 +284,12 @@ class ReplicaManager:
 
     def _apply(self, image: ClusterImage) -> None:
         self._fenced = frozenset(b.node_id for b in image.brokers if b.fenced)
-        self.follower_quota.configure(
-            throttles.rate(throttles.FOLLOWER_RATE, image.broker_configs.get(str(self.node_id), {}),
-                           image.broker_configs.get("default", {})),
-            {name: throttles.throttled_partitions(topic.configs.get(throttles.FOLLOWER_REPLICAS, ""), self.node_id)
-             for name, topic in image.topics.items() if topic.configs.get(throttles.FOLLOWER_REPLICAS)})
+        own, default = image.broker_configs.get(str(self.node_id), {}), image.broker_configs.get("default", {})
+        for quota, rate, replicas in ((self.follower_quota, throttles.FOLLOWER_RATE, throttles.FOLLOWER_REPLICAS),
+                                      (self.leader_quota, throttles.LEADER_RATE, throttles.LEADER_REPLICAS)):
+            quota.configure(throttles.rate(rate, own, default), {
+                name: throttles.throttled_partitions(topic.configs[replicas], self.node_id)
+                for name, topic in image.topics.items() if topic.configs.get(replicas)})
         for key in list(self._partitions):
             topic = image.topics.get(key.topic)
             if topic is None or topic.topic_id != self._topic_ids.get(key.topic):

@@ -1,11 +1,13 @@
-"""Kafka's replication throttle on the follower side (`follower.replication.throttled.rate` with the topics'
-`follower.replication.throttled.replicas`; ops.html "rep-throttle", kafkaspec.replication_throttles).
+"""Kafka's replication throttles (ops.html "rep-throttle", kafkaspec.replication_throttles): on the follower
+side `follower.replication.throttled.rate` with the topics' `follower.replication.throttled.replicas`, on the
+leader side `leader.replication.throttled.rate` with `leader.replication.throttled.replicas`.
 
-A `ReplicationQuota` is one broker's token bucket: `rate` bytes/s, at most `BURST_S` seconds' worth
-saved up. Fetchers ask it, per partition, whether the partition is throttled — named for this broker in
-its topic's list (or `*`) and this replica not in the ISR (as in Kafka, an in-sync follower is never
-slowed down) — and then cap the bytes they ask for throttled partitions at `available()`, leaving them
-out while it is 0, and `record()` what arrived. So bytes/s of throttled traffic ≤ rate over any window
+A `ReplicationQuota` is one broker's token bucket for one side: `rate` bytes/s, at most `BURST_S`
+seconds' worth saved up. Fetchers (follower side) and the Fetch handler answering a replica (leader side)
+ask it, per partition, whether the partition is throttled — named for this broker in its topic's list (or
+`*`) and the fetching replica not in the ISR (as in Kafka, an in-sync follower is never slowed down) — and
+then cap the bytes of throttled partitions at `available()`, leaving them out while it is 0, and `record()`
+what they moved. So bytes/s of throttled traffic ≤ rate over any window
 longer than BURST_S, whatever the number of fetchers (they share the bucket). Event loop only.
 """
 

@@ -21,8 +21,8 @@ from controlplane.topics.placement import PlacementError, assign_replicas
 from . import reassignment, throttles
 from .reassignment import Assignment, PartitionResult
 
-__all__ = ("MIN_THROTTLE", "PlanEntry", "Verification", "cancel", "current_assignment", "execute", "format_plan",
-           "generate", "parse_plan", "parse_topics_to_move", "verify")
+__all__ = ("MIN_THROTTLE", "PlanEntry", "Verification", "cancel", "current_assignment", "execute",
+           "execute_audit_states", "format_plan", "generate", "parse_plan", "parse_topics_to_move", "verify")
 
 MIN_THROTTLE = 1024
 """Kafka's tool refuses a `--throttle` below 1 KB/s (bytes/s)."""
@@ -148,6 +148,14 @@ def execute(entries: Sequence[PlanEntry], throttle: int = -1, additional: bool =
         throttles.set_throttles({(e.topic, e.partition): (sources[e.topic, e.partition], e.replicas)
                                  for e in entries}, throttle)
     return reassignment.alter_reassignments([(e.topic, e.partition, list(e.replicas)) for e in entries])
+
+
+def execute_audit_states(current: Sequence[PlanEntry], entries: Sequence[PlanEntry], throttle: int,
+                         results: Sequence[PartitionResult]) -> tuple[dict, dict]:
+    """(before, after) of an `--execute` for the audit log: replicas, targets, throttle, per-partition errors."""
+    return ({"replicas": {f"{e.topic}-{e.partition}": list(e.replicas) for e in current}},
+            {"targets": {f"{e.topic}-{e.partition}": list(e.replicas) for e in entries}, "throttle": throttle,
+             "errors": {f"{r.topic}-{r.partition}": r.error for r in results if r.error}})
 
 
 @dataclass(frozen=True)

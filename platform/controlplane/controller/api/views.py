@@ -105,10 +105,7 @@ class ReassignmentViewSet(ActionViewMixin, viewsets.ViewSet):
         with self.audited_change() as change:
             current = plans.current_assignment([(e.topic, e.partition) for e in entries])
             results = plans.execute(entries, data["throttle"], data["additional"])
-            change.before = {"replicas": {f"{e.topic}-{e.partition}": list(e.replicas) for e in current}}
-            change.after = {"targets": {f"{e.topic}-{e.partition}": list(e.replicas) for e in entries},
-                            "throttle": data["throttle"],
-                            "errors": {f"{r.topic}-{r.partition}": r.error for r in results if r.error}}
+            change.before, change.after = plans.execute_audit_states(current, entries, data["throttle"], results)
         return Response(PartitionResultSerializer([asdict(r) for r in results], many=True).data)
 
     @extend_schema(request=VerifyPlanSerializer, responses=VerificationSerializer(many=True))

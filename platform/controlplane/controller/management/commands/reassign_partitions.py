@@ -79,10 +79,7 @@ class Command(ActorCommand):
             self.stdout.write("Current partition replica assignment\n\n" + plans.format_plan(current) + "\n\n"
                               "Save this to use as the --reassignment-json-file option during rollback")
             results = plans.execute(entries, options["throttle"], options["additional"])
-            change.before = {"replicas": {f"{e.topic}-{e.partition}": list(e.replicas) for e in current}}
-            change.after = {"targets": {f"{e.topic}-{e.partition}": list(e.replicas) for e in entries},
-                            "throttle": options["throttle"],
-                            "errors": {f"{r.topic}-{r.partition}": r.error for r in results if r.error}}
+            change.before, change.after = plans.execute_audit_states(current, entries, options["throttle"], results)
         if options["throttle"] >= 0:
             self.stdout.write(f"Warning: You must run --verify periodically, until the reassignment completes, to "
                               f"ensure the throttle is removed.\nThe inter-broker throttle limit was set to "

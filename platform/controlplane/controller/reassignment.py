@@ -18,6 +18,8 @@ failovers. With original replicas O and target T:
 A new target for a partition already reassigning starts from its original replicas O (ZooKeeper-mode
 Kafka's rule): adding replicas no longer targeted leave at once.
 
+When a reassignment completes or is cancelled, its replication throttles go (`throttles.release`).
+
 Epochs: `partition_epoch` + 1 on every change; `leader_epoch` + 1 when the leader changes or a replica leaves
 the replica set (KRaft), so a removed replica's fetches are fenced.
 
@@ -35,7 +37,7 @@ from controlplane.cluster.models import Broker
 from controlplane.core.errors import KafkaApiError
 from controlplane.topics.models import NO_LEADER, Partition
 
-from . import election
+from . import election, throttles
 
 __all__ = ("Assignment", "PartitionResult", "alter_reassignments", "audit_target", "complete_if_ready",
            "list_reassignments", "maybe_complete", "revert", "start", "validate_target")
@@ -138,6 +140,8 @@ def _write(partition: Partition, new: Assignment) -> bool:
     if updated:
         for name, value in fields.items():
             setattr(partition, name, value)
+        if (old.adding or old.removing) and not (new.adding or new.removing):
+            throttles.release(partition)
     return bool(updated)
 
 

@@ -7,14 +7,16 @@
   broker among sources and destinations.
 
 Entries already present are kept (so `--additional` widens the throttle); clearing removes the two topic
-configs from the given topics and the two rates from every broker that has them.
+configs from the given topics and the two rates from every broker that has them. When a partition's
+reassignment completes or is cancelled, `release` removes that partition's entries at once, and the rates
+too once no topic lists any throttled replica (so a finished reassignment never leaves replication slowed).
 """
 
 from collections.abc import Iterable, Mapping, Sequence
 
 from controlplane.cluster.broker_configs import alter_broker_configs
 from controlplane.cluster.models import BrokerConfig
-from controlplane.topics.models import Topic
+from controlplane.topics.models import Partition, Topic
 from controlplane.topics.services import alter_configs
 from kafkaspec.replication_throttles import (
     FOLLOWER_RATE,
@@ -24,7 +26,7 @@ from kafkaspec.replication_throttles import (
     format_replicas,
 )
 
-__all__ = ("Move", "clear_throttles", "set_throttles", "throttled_replicas")
+__all__ = ("Move", "clear_throttles", "release", "set_throttles", "throttled_replicas")
 
 Move = tuple[Sequence[int], Sequence[int]]
 """(source replicas, target replicas) of one partition."""
@@ -78,3 +80,32 @@ def clear_throttles(topics: Iterable[str]) -> tuple[list[str], list[int]]:
     if brokers:
         alter_broker_configs(brokers, delete=[LEADER_RATE, FOLLOWER_RATE])
     return cleared_topics, brokers
+
+
+def release(partition: Partition) -> bool:
+    """`partition`'s reassignment ended: drop its entries from its topic's throttled-replica lists (a `*` list
+    stays) and, if that left no topic with a list, the rates from every broker. Caller holds
+    `metadata.locked_state()` and bumps the metadata version; True if anything changed."""
+    configs = dict(Topic.objects.get(pk=partition.topic_id).configs)
+    changed = False
+    for name in (LEADER_REPLICAS, FOLLOWER_REPLICAS):
+        value = configs.get(name)
+        if value is None or value.strip() == "*":
+            continue
+        entries = [e.strip() for e in value.split(",") if e.strip()]
+        kept = [e for e in entries if e.split(":")[0] != str(partition.partition)]
+        if len(kept) != len(entries):
+            changed = True
+            if kept:
+                configs[name] = ",".join(kept)
+            else:
+                del configs[name]
+    if not changed:
+        return False
+    Topic.objects.filter(pk=partition.topic_id).update(configs=configs)
+    if not any(LEADER_REPLICAS in c or FOLLOWER_REPLICAS in c for c in Topic.objects.values_list("configs", flat=True)):
+        for row in BrokerConfig.objects.all():
+            rest = {k: v for k, v in row.configs.items() if k not in (LEADER_RATE, FOLLOWER_RATE)}
+            if rest != row.configs:
+                BrokerConfig.objects.filter(pk=row.pk).update(configs=rest)
+    return True

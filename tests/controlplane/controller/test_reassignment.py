@@ -219,14 +219,23 @@ def test_command_executes_with_a_throttle_verifies_and_clears_it(tmp_path, clust
     out = reassign(tmp_path, "--verify", plan=[("t", 0, [3, 4])])
     assert "still in progress" in out and throttle_configs()[1]  # throttles stay while it runs
 
-    leader_proposes(cluster, 0, [1, 2, 3, 4])
+    leader_proposes(cluster, 0, [1, 2, 3, 4])  # completes: its throttles go at once
+    assert throttle_configs() == ({}, {})
     out = reassign(tmp_path, "--verify", plan=[("t", 0, [3, 4])])
     assert "Reassignment of partition t-0 is completed." in out
-    assert "Clearing broker-level throttles on brokers 1,2,3,4" in out
-    assert throttle_configs() == ({}, {})
     assert list(AuditEntry.objects.order_by("id").values_list("action", "result")) == [
         ("start_reassignment", "ok"), ("clear_reassignment_throttles", "ok")]
     assert reassign(tmp_path, "--list") == "No partition reassignments found.\n"
+
+
+def test_throttles_of_a_finished_partition_go_and_the_rates_with_the_last(tmp_path, cluster, operator):
+    reassign(tmp_path, "--execute", "--throttle", "1048576", plan=[("t", 0, [1, 2, 4]), ("t", 1, [2, 3, 4])])
+    assert throttle_configs()[0] == {LEADER_REPLICAS: "0:1,0:2,1:2,1:3", FOLLOWER_REPLICAS: "0:4,1:4"}
+    leader_proposes(cluster, 1, [2, 3, 4])
+    topic_configs, broker_configs = throttle_configs()
+    assert topic_configs == {LEADER_REPLICAS: "0:1,0:2", FOLLOWER_REPLICAS: "0:4"} and broker_configs
+    reassign(tmp_path, "--cancel", "--preserve-throttles", plan=[("t", 0, [1, 2, 4])])
+    assert throttle_configs() == ({}, {})
 
 
 def test_command_cancels_and_clears_throttles(tmp_path, cluster, operator):

@@ -125,3 +125,6 @@ def test_a_throttled_new_replica_copies_at_the_throttle_rate(cluster4, topic_nam
     assert THROTTLE * 0.85 <= measured <= THROTTLE * 1.15
     wait_until(lambda: cluster.partition_state(topic_name, 0)["replicas"] == [1, 2, 3], 30,
                message="the reassignment to complete")
+    image = cluster.plane.metadata()  # completion released the throttles
+    assert image["broker_configs"] == {}
+    assert next(t["configs"] for t in image["topics"] if t["name"] == topic_name) == {}

@@ -140,8 +140,8 @@ def _write(partition: Partition, new: Assignment) -> bool:
     if updated:
         for name, value in fields.items():
             setattr(partition, name, value)
-        if (old.adding or old.removing) and not (new.adding or new.removing):
-            throttles.release(partition)
+        if not (new.adding or new.removing) and (old.adding or old.removing or old.replicas != new.replicas):
+            throttles.release(partition)  # completed or cancelled (perhaps at once, e.g. only removing replicas)
     return bool(updated)
 
 

@@ -59,8 +59,9 @@ def set_throttles(moves: Mapping[tuple[str, int], Move], rate: int) -> set[int]:
     """Throttle the moves' replication at `rate` bytes/s; returns the brokers whose rates were set."""
     for topic, (leader, follower) in throttled_replicas(moves).items():
         configs = Topic.objects.get(name=topic).configs
-        alter_configs(topic, {LEADER_REPLICAS: _merged(configs.get(LEADER_REPLICAS), leader),
-                              FOLLOWER_REPLICAS: _merged(configs.get(FOLLOWER_REPLICAS), follower)})
+        merged = {LEADER_REPLICAS: _merged(configs.get(LEADER_REPLICAS), leader),
+                  FOLLOWER_REPLICAS: _merged(configs.get(FOLLOWER_REPLICAS), follower)}
+        alter_configs(topic, {name: value for name, value in merged.items() if value})  # no empty lists
     brokers = {b for sources, targets in moves.values() for b in (*sources, *targets)}
     alter_broker_configs(sorted(brokers), {LEADER_RATE: rate, FOLLOWER_RATE: rate})
     return brokers

@@ -236,6 +236,9 @@ def test_throttles_of_a_finished_partition_go_and_the_rates_with_the_last(tmp_pa
     assert topic_configs == {LEADER_REPLICAS: "0:1,0:2", FOLLOWER_REPLICAS: "0:4"} and broker_configs
     reassign(tmp_path, "--cancel", "--preserve-throttles", plan=[("t", 0, [1, 2, 4])])
     assert throttle_configs() == ({}, {})
+    # a reassignment that completes at once (only removing a replica) leaves no throttle behind either
+    reassign(tmp_path, "--execute", "--throttle", "1048576", plan=[("t", 1, [2, 3])])
+    assert partition(1).replicas == [2, 3] and throttle_configs() == ({}, {})
 
 
 def test_command_cancels_and_clears_throttles(tmp_path, cluster, operator):

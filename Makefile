@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-reassignment clean
+.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-metadata bench-reassignment clean
 
 # Reinstall only when the pins or the packaging change.
 $(STAMP): requirements.txt pyproject.toml
@@ -42,6 +42,9 @@ bench-lag: $(STAMP)
 
 bench-spark: $(STAMP)
 	$(BIN)/python -m bench.spark
+
+bench-metadata: $(STAMP)
+	$(BIN)/python -m bench.metadata
 
 # Issue 13: balance proposals vs Kafka's --generate (300 partitions RF 3: expand 3 -> 4 brokers, decommission).
 bench-reassignment: $(STAMP)

@@ -258,6 +258,10 @@ STROM_CONTROLLER_TICK_MS = _env_int("STROM_CONTROLLER_TICK_MS", 100)
 STROM_AUTO_LEADER_REBALANCE_ENABLE = _env_bool("STROM_AUTO_LEADER_REBALANCE_ENABLE", True)
 STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = _env_int("STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS", 300)
 STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = _env_int("STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE", 10)
+# The metadata log (cluster.changelog): how many records of the newest changes are kept for brokers to catch
+# up by delta; a broker further behind loads a snapshot. 200,000 covers two failovers of a 100,000-partition
+# cluster.
+STROM_METADATA_LOG_RETENTION_RECORDS = _env_int("STROM_METADATA_LOG_RETENTION_RECORDS", 200_000)
 # num.partitions: partitions of a topic created with num_partitions = -1.
 STROM_NUM_PARTITIONS = _env_int("STROM_NUM_PARTITIONS", 1)
 # Where the control plane connects as a Kafka admin client (consumer groups); "" means the running brokers.

@@ -14,7 +14,7 @@ from controlplane.core.errors import KafkaApiError
 from kafkaspec.replication_throttles import validate_broker_overrides
 from kafkaspec.topic_config import InvalidConfigError
 
-from . import metadata
+from . import changelog, metadata
 from .models import CLUSTER_DEFAULT, BrokerConfig
 
 __all__ = ("alter_broker_configs", "broker_configs")
@@ -52,5 +52,6 @@ def alter_broker_configs(broker_ids: Sequence[int], set_configs: Mapping[str, ob
                 BrokerConfig.objects.update_or_create(broker_id=broker_id, defaults={"configs": new})
                 changed = True
         if changed:
+            changelog.note_broker_configs()
             metadata.bump(state)
     return answers

@@ -14,6 +14,7 @@ too once no topic lists any throttled replica (so a finished reassignment never 
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from controlplane.cluster import changelog
 from controlplane.cluster.broker_configs import alter_broker_configs
 from controlplane.cluster.models import BrokerConfig
 from controlplane.topics.models import Partition, Topic
@@ -109,4 +110,5 @@ def release(partition: Partition) -> bool:
             rest = {k: v for k, v in row.configs.items() if k not in (LEADER_RATE, FOLLOWER_RATE)}
             if rest != row.configs:
                 BrokerConfig.objects.filter(pk=row.pk).update(configs=rest)
+                changelog.note_broker_configs()
     return True

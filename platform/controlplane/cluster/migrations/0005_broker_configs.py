@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('cluster', '0003_broker_connection_lost'),
+        ('cluster', '0004_metadata_log'),
     ]
 
     operations = [

@@ -1,7 +1,8 @@
 """`make run`: start a local Strom on 127.0.0.1 and stop every process it started on Ctrl-C.
 
 Starts Redis (unless one already answers on STROM_REDIS_PORT), the web console with the dashboard and the
-brokers' internal API (gunicorn), the controller, the Celery worker and beat, the metrics rollup consumer, and
+brokers' internal API (gunicorn), the controller, the Celery worker and beat, the metrics rollup consumer, the
+consumer-lag monitor (`manage.py run_lag_monitor`), and
 a 3-broker cluster whose brokers serve Prometheus /metrics. Each
 child runs in its own session so that stopping it (SIGTERM, then SIGKILL after a grace period) also stops its
 own children. Logs go to
@@ -110,8 +111,13 @@ def children() -> list[Child]:
         Child("controller", [*manage, "run_controller"]),
         Child("worker", [str(BIN / "celery"), "-A", "controlplane", "worker", "-l", "info", "-c", "2",
                          "--without-gossip", "--without-mingle"]),
+        # Report runs (each a Spark job of its own, ~1 GB): one at a time, on their own queue.
+        Child("reports-worker", [str(BIN / "celery"), "-A", "controlplane", "worker", "-l", "info", "-c", "1",
+                                 "-Q", os.environ.get("STROM_REPORTS_QUEUE", "reports"), "-n", "reports@%h",
+                                 "--without-gossip", "--without-mingle"]),
         Child("beat", [str(BIN / "celery"), "-A", "controlplane", "beat", "-l", "info", "--pidfile="]),
         Child("metrics", [*manage, "consume_metrics"]),
+        Child("lag-monitor", [*manage, "run_lag_monitor"]),
     ]
     for broker_id in range(1, BROKERS + 1):
         result.append(Child(f"broker-{broker_id}", [
@@ -194,6 +200,8 @@ def main() -> int:
               f"  admin      http://127.0.0.1:{HTTP_PORT}/admin/")
         print(f"  brokers    {','.join(f'127.0.0.1:{BROKER_PORT + i}' for i in range(BROKERS))}")
         print(f"  metrics    {', '.join(f'http://127.0.0.1:{METRICS_PORT + i}/metrics' for i in range(BROKERS))}")
+        print(f"  lag        http://127.0.0.1:{HTTP_PORT}/v3/kafka (Burrow's API), "
+              f"http://127.0.0.1:{HTTP_PORT}/metrics (lag metrics); API token needed")
         print("A process that exits is restarted (try a failover: README, \"Watch a failover\").\n"
               "Press Ctrl-C to stop everything.", flush=True)
         while True:

@@ -40,7 +40,7 @@ from brokerd.metadata.image import (
     PartitionAssignment,
     TopicMetadata,
 )
-from brokerd.metadata.store import AdminOrigin, ImageListener
+from brokerd.metadata.store import AdminOrigin, ImageListener, Reassignment
 from brokerd.types import BrokerId
 from kafkaspec.listeners import InvalidListenerError, parse_listeners
 
@@ -127,7 +127,14 @@ def parse_image(body: Mapping) -> ClusterImage:
     topics = {t.name: t for t in (parse_topic(t) for t in body.get("topics", ()))}
     return ClusterImage(cluster_id=str(body.get("cluster_id", "")),
                         controller_id=_controller(brokers, body.get("controller_id")),
-                        brokers=brokers, topics=topics, metadata_version=int(body.get("metadata_version", 0)))
+                        brokers=brokers, topics=topics, metadata_version=int(body.get("metadata_version", 0)),
+                        broker_configs=parse_broker_configs(body.get("broker_configs")))
+
+
+def parse_broker_configs(raw: object) -> dict[str, dict[str, str]]:
+    """The image's `broker_configs` (or a `broker_configs` record's): overrides by broker id / "default"."""
+    return {str(b): {str(k): str(v) for k, v in c.items()} for b, c in (raw or {}).items()} \
+        if isinstance(raw, Mapping) else {}
 
 
 def _controller(brokers: tuple[BrokerEndpoint, ...], proposed: object) -> BrokerId:
@@ -457,6 +464,23 @@ class ClusterMetadataStore:
             origin=origin)
         assert isinstance(body, dict)
         return [(r["topic"], int(r["partition"]), r.get("error") or None) for r in body.get("results", ())]
+
+    async def alter_partition_reassignments(self, requests: list[tuple[str, int, list[int] | None]],
+                                            origin: AdminOrigin | None = None
+                                            ) -> list[tuple[str, int, str | None, str | None]]:
+        body = await self._call("POST", "/reassignments", {"partitions": [
+            {"topic": t, "partition": p, "replicas": r} for t, p, r in requests]}, origin=origin)
+        assert isinstance(body, dict)
+        return [(r["topic"], int(r["partition"]), r.get("error") or None, r.get("message"))
+                for r in body.get("results", ())]
+
+    async def list_partition_reassignments(self, partitions: list[tuple[str, int]] | None
+                                           ) -> list[Reassignment]:
+        body = await self._call("POST", "/reassignments/list", {
+            "partitions": None if partitions is None else [{"topic": t, "partition": p} for t, p in partitions]})
+        assert isinstance(body, dict)
+        return [Reassignment(r["topic"], int(r["partition"]), tuple(r["replicas"]), tuple(r["adding_replicas"]),
+                             tuple(r["removing_replicas"])) for r in body.get("reassignments", ())]
 
 
 def secret_from(properties: Mapping[str, str]) -> str | None:

@@ -49,6 +49,7 @@ def apply_delta(image: ClusterImage, body: Mapping, *, parse_broker: Callable[[M
     if str(body.get("cluster_id", image.cluster_id)) != image.cluster_id:
         raise DeltaGapError(f"a delta of cluster {body.get('cluster_id')} does not apply to {image.cluster_id}")
     brokers = {b.node_id: b for b in image.brokers}
+    broker_configs = image.broker_configs
     topics = dict(image.topics)
     partitions: dict[str, list[PartitionAssignment]] = {}  # topics whose partitions change, copied on first use
     for record in body.get("records", ()):
@@ -58,6 +59,9 @@ def apply_delta(image: ClusterImage, body: Mapping, *, parse_broker: Callable[[M
             brokers[endpoint.node_id] = endpoint
         elif kind == "broker_removed":
             brokers.pop(int(record["broker_id"]), None)
+        elif kind == "broker_configs":
+            broker_configs = {str(b): {str(k): str(v) for k, v in c.items()}
+                              for b, c in (record.get("broker_configs") or {}).items()}
         elif kind == "topic_removed":
             held = topics.get(record["name"])
             if held is not None and held.topic_id == record["topic_id"]:
@@ -76,7 +80,7 @@ def apply_delta(image: ClusterImage, body: Mapping, *, parse_broker: Callable[[M
     ordered = tuple(sorted(brokers.values(), key=lambda b: b.node_id))
     return ClusterImage(cluster_id=image.cluster_id,
                         controller_id=choose_controller(ordered, body.get("controller_id", image.controller_id)),
-                        brokers=ordered, topics=topics, metadata_version=version)
+                        brokers=ordered, topics=topics, metadata_version=version, broker_configs=broker_configs)
 
 
 def _configs(record: Mapping) -> dict[str, str]:

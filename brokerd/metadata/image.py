@@ -57,6 +57,9 @@ class ClusterImage:
     topics: Mapping[str, TopicMetadata]
     metadata_version: int = 0
     """The control plane's version of this image (standalone: 0)."""
+    broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Dynamic broker config overrides by broker id as a string, "default" for the cluster-wide default
+    (the replication throttle rates; kafkaspec.replication_throttles)."""
     _by_id: Mapping[uuid.UUID, TopicMetadata] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -104,3 +104,7 @@ ELECT_UNCLEAN_LEADERS = action("elect_unclean_leaders", "Unclean leader election
 SET_ROLE = action("set_role", "Changing users' roles", ADMIN, permission="manage_users")
 CHANGE_USER = action("change_user", "Adding, changing and deleting users", ADMIN, permission="manage_users")
 REVOKE_USER_TOKEN = action("revoke_user_token", "Revoking other users' API tokens", ADMIN, permission="manage_users")
+
+# Issue 13: `--verify` removing the throttles of finished reassignments (shares manage_reassignments).
+CLEAR_REASSIGNMENT_THROTTLES = action("clear_reassignment_throttles", "Removing reassignment throttles", OPERATOR,
+                                      permission="manage_reassignments")

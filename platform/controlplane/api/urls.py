@@ -11,7 +11,7 @@ from controlplane.alerts.api.views import (
 )
 from controlplane.audit.api.views import AuditEntryViewSet
 from controlplane.cluster.api.views import BrokerViewSet
-from controlplane.controller.api.views import ElectLeadersView
+from controlplane.controller.api.views import ElectLeadersView, ProposalView, ReassignmentViewSet
 from controlplane.groups.api.views import GroupViewSet
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
 from controlplane.lag.views import LagGroupsView, LagGroupView, LagIncidentViewSet, LagStatusView
@@ -28,6 +28,7 @@ router.register("groups", GroupViewSet, basename="group")
 router.register("metrics/brokers", BrokerMetricPointViewSet)
 router.register("metrics/topics", TopicMetricPointViewSet)
 router.register("audit", AuditEntryViewSet)
+router.register("reassignments", ReassignmentViewSet, basename="reassignment")
 router.register("reports/runs", ReportRunViewSet)
 router.register("reports/schedules", ReportScheduleViewSet, basename="report-schedule")
 router.register("alerts/endpoints", WebhookEndpointViewSet)
@@ -41,6 +42,7 @@ urlpatterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("token/", ObtainTokenView.as_view(), name="token"),
     path("elect-leaders/", ElectLeadersView.as_view(), name="elect-leaders"),
+    path("proposals/", ProposalView.as_view(), name="proposals"),
     path("lag/status/", LagStatusView.as_view(), name="lag-status"),
     path("lag/groups/", LagGroupsView.as_view(), name="lag-groups"),
     path("lag/groups/<str:group>/", LagGroupView.as_view(), name="lag-group"),

@@ -17,4 +17,7 @@ urlpatterns = [
     path("topics/<str:name>/configs", views.topic_configs, name="topic-configs"),
     path("elect-leaders", views.elect_leaders, name="elect-leaders"),
     path("producer-ids", views.producer_ids, name="producer-ids"),
+    path("reassignments", views.alter_reassignments, name="reassignments"),
+    path("reassignments/list", views.list_reassignments, name="reassignments-list"),
+    path("brokers/configs", views.alter_broker_configs, name="broker-configs"),
 ]

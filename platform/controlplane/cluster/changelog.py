@@ -13,6 +13,8 @@ So every change is captured whoever made it, and a change's records are exactly 
 - `{"type": "broker_removed", "broker_id"}`
 - `{"type": "topic", "name", "topic_id", "configs"}`: a new topic (an id the broker does not hold under that
   name: the old topic of that name is gone, and its partitions follow as partition records) or new configs
+- `{"type": "broker_configs", "broker_configs": {"<id>" | "default": {k: v}}}`: every dynamic broker config
+  override (the whole map, which is small), after a change noted by `note_broker_configs`
 - `{"type": "topic_removed", "name", "topic_id"}`
 - `{"type": "partitions", "topic", "topic_id", "partitions": [{"partition", "replicas", "isr", "leader",
   "leader_epoch", "partition_epoch"}, …]}`: changed partitions of one topic, each entry the fields of the
@@ -44,12 +46,13 @@ from django.db.models import Min
 
 from controlplane.topics.models import Partition, Topic
 
-from .models import Broker, BrokerState, ChangedRow, ControllerState, MetadataChange
+from .models import CLUSTER_DEFAULT, Broker, BrokerConfig, BrokerState, ChangedRow, ControllerState, MetadataChange
 
-__all__ = ("PARTITION_FIELDS", "TRIGGERS", "broker_record", "catch_up", "install_triggers", "merged", "prune",
-           "record", "snapshot_body")
+__all__ = ("PARTITION_FIELDS", "TRIGGERS", "broker_configs_image", "broker_record", "catch_up", "install_triggers",
+           "merged", "note_broker_configs", "prune", "record", "snapshot_body")
 
-PARTITION_FIELDS = ("partition", "replicas", "isr", "leader", "leader_epoch", "partition_epoch")
+PARTITION_FIELDS = ("partition", "replicas", "isr", "leader", "leader_epoch", "partition_epoch", "adding_replicas",
+                    "removing_replicas")
 """A partition's state as brokers see it, in the image and in partition records."""
 PRUNE_EVERY_VERSIONS = 64
 """`record` applies retention every this many versions."""
@@ -145,6 +148,8 @@ def _changed_records() -> list[dict]:
     live_brokers = set(Broker.objects.values_list("broker_id", flat=True))
     removed_brokers = {int(n) for n in ChangedRow.objects.filter(kind="broker_removed").values_list("name", flat=True)}
     records += [{"type": "broker_removed", "broker_id": b} for b in sorted(removed_brokers - live_brokers)]
+    if ChangedRow.objects.filter(kind="broker_configs").exists():
+        records.append({"type": "broker_configs", "broker_configs": broker_configs_image()})
     removed = {}
     for name, topic_id in ChangedRow.objects.filter(kind="topic_removed").values_list("name", "topic_id"):
         removed[name] = topic_id if "-" in topic_id else _dashed(topic_id)
@@ -159,6 +164,17 @@ def _changed_records() -> list[dict]:
             records.append({"type": "partitions", "topic": name, "topic_id": str(topic_id), "partitions": []})
         records[-1]["partitions"].append(dict(zip(PARTITION_FIELDS, fields, strict=True)))
     return records
+
+
+def broker_configs_image() -> dict[str, dict[str, str]]:
+    """Dynamic broker config overrides keyed by broker id as a string, "default" for the cluster default."""
+    return {"default" if c.broker_id == CLUSTER_DEFAULT else str(c.broker_id): dict(c.configs)
+            for c in BrokerConfig.objects.all() if c.configs}
+
+
+def note_broker_configs() -> None:
+    """Note, in the caller's transaction, that dynamic broker configs changed (they have no trigger)."""
+    ChangedRow.objects.create(kind="broker_configs", row_id=0, name="", topic_id="")
 
 
 def _dashed(hex_id: str) -> str:
@@ -199,7 +215,7 @@ def prune(version: int, retained_records: int | None = None) -> int:
 # Serving
 #
 
-_RANK = {"broker": 0, "broker_removed": 0, "topic_removed": 1, "topic": 2, "partitions": 3}
+_RANK = {"broker": 0, "broker_removed": 0, "broker_configs": 0, "topic_removed": 1, "topic": 2, "partitions": 3}
 """Records go out in this order of kinds, so a topic precedes its partitions."""
 
 
@@ -210,6 +226,8 @@ def _keyed(change: list[dict]):
         kind = entry["type"]
         if kind in ("broker", "broker_removed"):
             yield ("broker", entry["broker_id"]), entry
+        elif kind == "broker_configs":
+            yield ("broker_configs",), entry
         elif kind in ("topic", "topic_removed"):
             yield ("topic", entry["name"]), entry
         else:

@@ -15,10 +15,11 @@ from django.db import connection, transaction
 from controlplane.topics.models import Partition, Topic
 
 from . import changelog
+from .changelog import broker_configs_image
 from .models import Broker, BrokerState, ControllerState
 
-__all__ = ("bump", "current_version", "image", "locked_state", "partition_image", "topic_image",
-           "wait_for_version")
+__all__ = ("broker_configs_image", "bump", "current_version", "image", "locked_state", "partition_image",
+           "topic_image", "wait_for_version")
 
 MAX_WAIT_MS = 30_000
 POLL_STEP_S = 0.02
@@ -119,7 +120,8 @@ def wait_for_version(min_version: int, wait_ms: int) -> int:
 def partition_image(partition: Partition) -> dict:
     return {"partition": partition.partition, "replicas": list(partition.replicas), "isr": list(partition.isr),
             "leader": partition.leader, "leader_epoch": partition.leader_epoch,
-            "partition_epoch": partition.partition_epoch}
+            "partition_epoch": partition.partition_epoch, "adding_replicas": list(partition.adding_replicas),
+            "removing_replicas": list(partition.removing_replicas)}
 
 
 def topic_image(topic: Topic, partitions: list[Partition] | None = None) -> dict:
@@ -150,4 +152,5 @@ def image() -> dict:
         "brokers": [{"broker_id": b.broker_id, "listeners": b.listeners, "rack": b.rack or None,
                      "state": b.state, "registration_epoch": b.registration_epoch} for b in brokers],
         "topics": [topic_image(topic, partitions) for topic, partitions in by_topic.values()],
+        "broker_configs": broker_configs_image(),
     }

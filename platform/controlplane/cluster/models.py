@@ -60,6 +60,26 @@ class Broker(models.Model):
         return [(e.name, e.host, e.port) for e in parse_listeners(self.listeners)]
 
 
+CLUSTER_DEFAULT = -1
+"""`BrokerConfig.broker_id` of the cluster-wide default (Kafka's `<default>` broker entity, resource name "")."""
+
+
+class BrokerConfig(models.Model):
+    """A broker's dynamic config overrides (Kafka's `kafka-configs --entity-type brokers`), as Kafka's strings;
+    `broker_id` CLUSTER_DEFAULT holds the default every broker falls back to. Only the keys
+    `kafkaspec.replication_throttles.BROKER_DYNAMIC_CONFIGS` names; the rest of a broker's config is static.
+    A broker id may have overrides before it registers."""
+
+    broker_id = models.IntegerField(unique=True, validators=[MinValueValidator(CLUSTER_DEFAULT)])
+    configs = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["broker_id"]
+
+    def __str__(self) -> str:
+        return "broker default configs" if self.broker_id == CLUSTER_DEFAULT else f"configs of broker {self.broker_id}"
+
+
 def new_cluster_id() -> str:
     """A Kafka cluster id: a random UUID in URL-safe base64 without padding (22 characters)."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

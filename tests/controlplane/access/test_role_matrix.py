@@ -5,6 +5,7 @@ one answers 403 (console, REST) or exits non-zero with the reason (command line)
 
 from dataclasses import dataclass
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -27,6 +28,7 @@ from tests.conftest import PASSWORD, user_with_role
 from tests.controlplane.groups.conftest import FakeGroupAdmin, FakeLog
 
 ETL_0 = TopicPartition("events", 0)
+PLANS = Path(__file__).parent
 THRESHOLD_ID = 41
 
 
@@ -63,6 +65,14 @@ MUTATIONS = [
                                                                     "name": "ci"})),
     Mutation(actions.REVOKE_USER_TOKEN, "console", ("post", "/tokens/revoke/", "bob's token")),
     Mutation(actions.SET_ROLE, "cli", ("set_role", "bob", "admin")),
+    # issue 13: reassignments (the world has orders-1 reassigning, hence --additional)
+    Mutation(actions.START_REASSIGNMENT, "cli", ("reassign_partitions", "--execute", "--additional",
+                                                 "--reassignment-json-file", str(PLANS / "payments-to-broker-2.json"))),
+    Mutation(actions.START_REASSIGNMENT, "rest", ("post", "/api/reassignments/", {
+        "partitions": [{"topic": "payments", "partition": 0, "replicas": [2]}], "additional": True})),
+    Mutation(actions.CANCEL_REASSIGNMENT, "rest", ("post", "/api/reassignments/cancel/", {"preserve_throttles": True})),
+    Mutation(actions.CANCEL_REASSIGNMENT, "cli", ("reassign_partitions", "--cancel", "--preserve-throttles",
+                                                  "--reassignment-json-file", str(PLANS / "orders-1-plan.json"))),
     # Reports (issue 16): run 4242 is a queued lag report run (`world`).
     Mutation(actions.RUN_REPORTS, "console", ("post", "/reports/lag/run/", {"period_hours": "2"})),
     Mutation(actions.RUN_REPORTS, "rest", ("post", "/api/reports/runs/", {"report": "lag",
@@ -90,6 +100,7 @@ def world(cluster, monkeypatch):
     fake.add_topic("events", FakeLog(0, [0] * 12))
     fake.add_group("etl", committed={ETL_0: 4})
     Partition.objects.filter(topic__name="orders", partition=0).update(leader=2)
+    Partition.objects.filter(topic__name="orders", partition=1).update(replicas=[2, 1, 3], removing_replicas=[3])
     bob = user_with_role("bob", Role.OPERATOR)
     ApiToken.objects.create(user=bob, expiry=None, name="bob's")
     ReportRun.objects.create(pk=4242, report="lag", run_id="lag-queued")
@@ -99,9 +110,10 @@ def world(cluster, monkeypatch):
 
 def state(fake) -> tuple:
     """Everything a mutation of the matrix could change."""
-    leaders = tuple(Partition.objects.order_by("topic__name", "partition").values_list("leader", flat=True))
+    partitions = tuple(Partition.objects.order_by("topic__name", "partition").values_list(
+        "leader", "replicas", "adding_replicas", "removing_replicas"))
     bob_role = role_of(get_user_model().objects.get(username="bob"))
-    return (tuple(sorted(fake.groups)), dict(fake.committed.get("etl", {})), leaders,
+    return (tuple(sorted(fake.groups)), dict(fake.committed.get("etl", {})), partitions,
             tuple(ApiToken.objects.order_by("name").values_list("user__username", "name")), bob_role,
             tuple(ReportRun.objects.order_by("pk").values_list("run_id", "status")),
             tuple(PeriodicTask.objects.order_by("name").values_list("name", "crontab_id", "enabled")),
@@ -158,4 +170,5 @@ def test_every_action_with_a_front_end_is_in_the_matrix():
     assert {m.action for m in MUTATIONS} == {
         actions.RESET_OFFSETS, actions.DELETE_CONSUMER_GROUP, actions.ELECT_PREFERRED_LEADERS,
         actions.ELECT_UNCLEAN_LEADERS, actions.CREATE_TOKEN, actions.REVOKE_USER_TOKEN, actions.SET_ROLE,
-        actions.RUN_REPORTS, actions.CANCEL_REPORT_RUN, actions.SCHEDULE_REPORTS, actions.MANAGE_ALERTS}
+        actions.RUN_REPORTS, actions.CANCEL_REPORT_RUN, actions.SCHEDULE_REPORTS, actions.MANAGE_ALERTS,
+        actions.START_REASSIGNMENT, actions.CANCEL_REASSIGNMENT}

@@ -9,8 +9,10 @@ from django.utils import timezone
 
 from brokerd.metadata.cluster import apply_body, parse_image
 from controlplane.cluster import changelog, metadata, services
+from controlplane.cluster.broker_configs import alter_broker_configs
 from controlplane.cluster.models import Broker, BrokerState, MetadataChange
 from controlplane.controller.election import elect_leaders
+from controlplane.controller.reassignment import alter_reassignments
 from controlplane.topics import services as topics
 from controlplane.topics.models import Partition
 
@@ -73,6 +75,9 @@ CHANGES = [
     (lambda: topics.delete_topic("orders"), {"topic_removed"}),
     # re-created: the removal is merged away, the new topic id tells the broker to drop the old partitions
     (lambda: (topics.delete_topic("orders"), topics.create_topic("orders", 1, 1)), {"topic", "partitions"}),
+    # issue 13: dynamic broker configs (no trigger: noted by the service) and reassignments
+    (lambda: alter_broker_configs([1, -1], {"leader.replication.throttled.rate": "1048576"}), {"broker_configs"}),
+    (lambda: alter_reassignments([("orders", 0, [2, 3])]), {"partitions"}),
 ]
 
 

@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-latency clean
+.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-metadata bench-reassignment bench-latency clean
 
 # Reinstall only when the pins or the packaging change.
 $(STAMP): requirements.txt pyproject.toml
@@ -46,6 +46,13 @@ bench-spark: $(STAMP)
 # Produce latency at fixed rates (acks=1/all, make run's cluster and a standalone broker) beside the loopback floor.
 bench-latency: $(STAMP)
 	$(BIN)/python -m bench.latency
+
+bench-metadata: $(STAMP)
+	$(BIN)/python -m bench.metadata
+
+# Issue 13: balance proposals vs Kafka's --generate (300 partitions RF 3: expand 3 -> 4 brokers, decommission).
+bench-reassignment: $(STAMP)
+	$(BIN)/python -m bench.reassignment_plan
 
 bench: $(STAMP)
 	@scripts/ensure_system_packages.sh test

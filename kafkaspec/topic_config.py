@@ -4,6 +4,7 @@ A topic stores only its overrides; `resolve` layers them over the broker-level d
 `server.properties`) and Kafka's own defaults, yielding typed values. Durations are milliseconds, sizes bytes.
 """
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -124,6 +125,16 @@ def _non_empty_policy(values: Value) -> str | None:
     return each_one_of("compact", "delete")(values) or (None if values else "Value must not be empty")
 
 
+_REPLICA_ENTRY = re.compile(r"[0-9]+:[0-9]+")
+
+
+def _throttled_replica_list(values: Value) -> str | None:
+    """Kafka's ThrottledReplicaListValidator: "*" or `partition:broker` entries."""
+    if values == ("*",) or all(_REPLICA_ENTRY.fullmatch(v) for v in values):  # type: ignore[union-attr]
+        return None
+    return "must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],..."
+
+
 T = ConfigType
 TOPIC_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
@@ -140,11 +151,14 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
                   "log.flush.interval.messages", at_least(1)),
         ConfigDef("flush.ms", T.LONG, LONG_MAX, "fsync after this many milliseconds",
                   "log.flush.interval.ms", at_least(0)),
-        ConfigDef("follower.replication.throttled.replicas", T.LIST, (), "throttled follower replicas",
-                  None),
+        ConfigDef("follower.replication.throttled.replicas", T.LIST, (),
+                  "replicas (partition:broker) whose fetches as followers count against the broker's "
+                  "follower.replication.throttled.rate while out of sync, or *", None, _throttled_replica_list),
         ConfigDef("index.interval.bytes", T.INT, 4096, "bytes between offset-index entries",
                   "log.index.interval.bytes", at_least(0)),
-        ConfigDef("leader.replication.throttled.replicas", T.LIST, (), "throttled leader replicas", None),
+        ConfigDef("leader.replication.throttled.replicas", T.LIST, (),
+                  "replicas (partition:broker) whose answers as leader to out-of-sync followers count against the "
+                  "broker's leader.replication.throttled.rate, or *", None, _throttled_replica_list),
         ConfigDef("max.compaction.lag.ms", T.LONG, LONG_MAX, "longest a record stays uncompacted",
                   "log.cleaner.max.compaction.lag.ms", at_least(1)),
         ConfigDef("max.message.bytes", T.INT, 1_048_588, "largest record batch accepted",

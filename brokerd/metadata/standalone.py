@@ -26,7 +26,7 @@ from brokerd.metadata.image import (
     PartitionAssignment,
     TopicMetadata,
 )
-from brokerd.metadata.store import AdminOrigin, ImageListener
+from brokerd.metadata.store import AdminOrigin, ImageListener, Reassignment
 from brokerd.metadata.validation import (
     TopicDefaults,
     resolve_new_topic,
@@ -88,6 +88,29 @@ class StandaloneMetadataStore:
             partitions = [(t.name, p.partition) for t in self.image.topics.values() for p in t.partitions]
         return [(t, p, "ELECTION_NOT_NEEDED" if self.image.partition(t, p) is not None
                  else "UNKNOWN_TOPIC_OR_PARTITION") for t, p in partitions]
+
+    async def alter_partition_reassignments(self, requests: list[tuple[str, int, list[int] | None]],
+                                            origin: AdminOrigin | None = None
+                                            ) -> list[tuple[str, int, str | None, str | None]]:
+        """One broker: only the current replica set is a valid target, and nothing is ever in progress."""
+        results = []
+        for topic, number, replicas in requests:
+            partition = self.image.partition(topic, number)
+            if partition is None:
+                results.append((topic, number, "UNKNOWN_TOPIC_OR_PARTITION", f"Unknown partition {topic}-{number}"))
+            elif replicas is None:
+                results.append((topic, number, "NO_REASSIGNMENT_IN_PROGRESS", "No reassignment in progress"))
+            elif tuple(replicas) == partition.replicas:
+                results.append((topic, number, None, None))
+            else:
+                results.append((topic, number, "INVALID_REPLICA_ASSIGNMENT",
+                                f"Broker(s) {sorted(set(replicas) - set(partition.replicas))} are not registered: "
+                                "a standalone broker is the only replica"))
+        return results
+
+    async def list_partition_reassignments(self, partitions: list[tuple[str, int]] | None
+                                           ) -> list[Reassignment]:
+        return []
 
     @property
     def image(self) -> ClusterImage:

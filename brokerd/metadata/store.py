@@ -14,6 +14,18 @@ from typing import Protocol
 from brokerd.metadata.image import ClusterImage, NewTopic, PartitionAssignment, TopicMetadata
 
 ImageListener = Callable[[ClusterImage, ClusterImage], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Reassignment:
+    """A partition reassignment in progress: the replicas now (targets first), those being added and removed."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
 """Called as listener(old, new) after every change."""
 
 
@@ -65,6 +77,16 @@ class MetadataStore(Protocol):
     async def elect_leaders(self, election_type: str, partitions: list[tuple[str, int]] | None,
                             origin: AdminOrigin | None = None) -> list[tuple[str, int, str | None]]:
         """Kafka's ElectLeaders ("preferred" or "unclean"): (topic, partition, error name or None)."""
+
+    async def alter_partition_reassignments(self, requests: list[tuple[str, int, list[int] | None]],
+                                            origin: AdminOrigin | None = None
+                                            ) -> list[tuple[str, int, str | None, str | None]]:
+        """Kafka's AlterPartitionReassignments: each (topic, partition, target replicas, or None to cancel) →
+        (topic, partition, error name or None, message)."""
+
+    async def list_partition_reassignments(self, partitions: list[tuple[str, int]] | None
+                                           ) -> list[Reassignment]:
+        """Kafka's ListPartitionReassignments: those in progress (of `partitions`, or all)."""
 
     async def refresh(self) -> None:
         """Re-read the metadata now (after a refused conditional update)."""

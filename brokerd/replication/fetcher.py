@@ -43,6 +43,7 @@ from brokerd.protocol.fetch_response import decode_fetch_response
 from brokerd.records.batch import whole_batches_length
 from brokerd.replication.config import ReplicationConfig
 from brokerd.replication.partition import Partition
+from brokerd.replication.throttle import ReplicationQuota
 from brokerd.types import BrokerId, LeaderEpoch, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -63,10 +64,12 @@ class FetchState:
 
 class ReplicaFetcher:
     def __init__(self, source: BrokerEndpoint, node_id: BrokerId, config: ReplicationConfig,
-                 on_fetched: Callable[[Partition], None] | None = None) -> None:
+                 on_fetched: Callable[[Partition], None] | None = None,
+                 quota: ReplicationQuota | None = None) -> None:
         self.source = source
         self.node_id = node_id
         self.config = config
+        self._quota = quota or ReplicationQuota()
         self._on_fetched = on_fetched
         self._states: dict[TopicPartition, FetchState] = {}
         self._changed = asyncio.Event()
@@ -194,8 +197,14 @@ class ReplicaFetcher:
         loop = asyncio.get_running_loop()
         now = loop.time()
         ready = {key: s for key, s in self._states.items() if not s.truncating and s.delayed_until <= now}
+        throttled = {key for key, s in ready.items() if self._quota.is_throttled(key, self.node_id in s.partition.isr)}
+        allowance = self._quota.available() if throttled else 0
+        if throttled and allowance <= 0:
+            ready = {key: s for key, s in ready.items() if key not in throttled}
         if not ready:
             waits = [s.delayed_until - now for s in self._states.values() if s.delayed_until > now]
+            if throttled:
+                waits.append(self._quota.delay_s())
             await self._wait_changed(min(waits) if waits else None)
             return
         sent: dict[TopicPartition, tuple[FetchState, int]] = {}
@@ -207,7 +216,8 @@ class ReplicaFetcher:
             by_topic.setdefault(key.topic, []).append(FetchPartition(
                 partition=i32(key.partition), current_leader_epoch=i32(state.leader_epoch), fetch_offset=i64(offset),
                 log_start_offset=i64(partition.log_start_offset),
-                partition_max_bytes=i32(self.config.replica_fetch_max_bytes)))
+                partition_max_bytes=i32(min(self.config.replica_fetch_max_bytes, allowance) if key in throttled
+                                        else self.config.replica_fetch_max_bytes)))
         wait_ms = self.config.replica_fetch_wait_max_ms
         request = FetchRequest(
             replica_id=KioBrokerId(self.node_id), max_wait=datetime.timedelta(milliseconds=wait_ms), min_bytes=i32(1),
@@ -229,6 +239,8 @@ class ReplicaFetcher:
                 if partition.is_leader or partition.log_end_offset != offset:
                     continue
                 records = fetched.records[: whole_batches_length(fetched.records)]
+                if key in throttled:
+                    self._quota.record(len(records))
                 try:
                     partition.append_as_follower(records, fetched.high_watermark, fetched.log_start_offset)
                 except BrokerError as exc:

@@ -15,10 +15,11 @@ What callers use (handlers, the group coordinator):
   reads, `replica` for any role;
 - `record_follower_fetch` (replica Fetch) and `wait_for_appends` (fetch long polls).
 
-Seams for later work: the role changes (`_apply`, `_become_leader`, `_become_follower`) are where
-reassignment adds and removes replicas; the fetchers (`fetcher.ReplicaFetcher`, one per source broker) are
-where replication throttles go; `_wait_for_replication` and `purgatory.ProducePurgatory` are the acks=all
-latency path. Event loop only.
+Reassignment: the role changes (`_apply`, `_become_leader`, `_become_follower`) add a replica this broker
+newly hosts as a follower and delete the log of one reassigned away; the fetchers (`fetcher.ReplicaFetcher`,
+one per source broker) apply the follower replication throttle and the Fetch handler the leader one
+(`throttle.ReplicationQuota`s, configured from the image). `_wait_for_replication` and
+`purgatory.ProducePurgatory` are the acks=all latency path. Event loop only.
 """
 
 import asyncio
@@ -43,8 +44,10 @@ from brokerd.replication.fetcher import ReplicaFetcher
 from brokerd.replication.isr import IsrManager
 from brokerd.replication.partition import AppendResult, Partition
 from brokerd.replication.purgatory import FetchPurgatory, ProducePurgatory
+from brokerd.replication.throttle import ReplicationQuota
 from brokerd.storage import LogManager
 from brokerd.types import BrokerId, LeaderEpoch, Offset, TopicPartition
+from kafkaspec import replication_throttles as throttles
 from kafkaspec import topic_config
 
 log = logging.getLogger(__name__)
@@ -87,6 +90,11 @@ class ReplicaManager:
         self.fetch_purgatory = FetchPurgatory()
         self.produce_purgatory = ProducePurgatory()
         self.isr = IsrManager(metadata)
+        self.follower_quota = ReplicationQuota()
+        """`follower.replication.throttled.rate` over the throttled replicas here; shared by every fetcher."""
+        self.leader_quota = ReplicationQuota()
+        """`leader.replication.throttled.rate` over what this broker, as leader, sends to out-of-sync followers of
+        the throttled replicas it leads (the Fetch handler asks it)."""
         self._isr_task: asyncio.Task | None = None
         self._started = False
         self._role_listeners: list[Callable[[], None]] = []
@@ -100,6 +108,12 @@ class ReplicaManager:
         # Topics deleted while this broker was down: their logs go before anything serves them.
         self._log_manager.delete_stray_logs(image.cluster_id, self.node_id,
                                             {name: topic.uuid for name, topic in image.topics.items()})
+        # Replicas reassigned away while this broker was down: not ours any more (Kafka's StopReplica).
+        for (topic, index), _ in self._log_manager.logs():
+            assignment = image.partition(topic, index)
+            if assignment is not None and self.node_id not in assignment.replicas:
+                log.info("%s-%d: no longer a replica here; deleting its log", topic, index)
+                self._log_manager.delete_log(topic, index)
         self._apply(image)
         self._isr_task = asyncio.get_running_loop().create_task(self._isr_loop(), name="isr-check")
 
@@ -275,6 +289,12 @@ class ReplicaManager:
 
     def _apply(self, image: ClusterImage) -> None:
         self._fenced = frozenset(b.node_id for b in image.brokers if b.fenced)
+        own, default = image.broker_configs.get(str(self.node_id), {}), image.broker_configs.get("default", {})
+        for quota, rate, replicas in ((self.follower_quota, throttles.FOLLOWER_RATE, throttles.FOLLOWER_REPLICAS),
+                                      (self.leader_quota, throttles.LEADER_RATE, throttles.LEADER_REPLICAS)):
+            quota.configure(throttles.rate(rate, own, default), {
+                name: throttles.throttled_partitions(topic.configs[replicas], self.node_id)
+                for name, topic in image.topics.items() if topic.configs.get(replicas)})
         for key in list(self._partitions):
             topic = image.topics.get(key.topic)
             if topic is None or topic.topic_id != self._topic_ids.get(key.topic):
@@ -290,9 +310,10 @@ class ReplicaManager:
                 self._min_isr[name] = 1
             for assignment in topic.partitions:
                 key = TopicPartition(name, assignment.partition)
-                if self.node_id not in assignment.replicas:  # moved away: stop, keep the data
+                if self.node_id not in assignment.replicas:  # reassigned away: stop and delete (StopReplica)
                     if key in self._partitions:
-                        self._drop(key, delete_log=False)
+                        log.info("%s-%d: no longer a replica here; deleting its log", name, assignment.partition)
+                        self._drop(key, delete_log=True)
                     continue
                 partition = self._partitions.get(key)
                 if partition is None:
@@ -346,7 +367,8 @@ class ReplicaManager:
                      assignment.leader_epoch)
             return
         if fetcher is None:
-            fetcher = self._fetchers[leader.node_id] = ReplicaFetcher(leader, self.node_id, self.config)
+            fetcher = self._fetchers[leader.node_id] = ReplicaFetcher(leader, self.node_id, self.config,
+                                                                      quota=self.follower_quota)
             fetcher.start()
         log.info("%s-%d: follower of %d at epoch %d (LEO %d)", partition.topic, partition.index,
                  leader.node_id, partition.leader_epoch, partition.log_end_offset)

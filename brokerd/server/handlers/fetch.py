@@ -98,11 +98,17 @@ def _read_all(request, context: RequestContext, topics: list[tuple[str | None, u
                         answer.partitions.append(read)
                         continue
                 limit = min(requested.partition_max_bytes, budget)
-                if limit > 0 or total == 0:
+                throttled = from_follower and replicas.leader_quota.is_throttled(
+                    (name, requested.partition), in_sync=replica_id in partition.isr)
+                if throttled:
+                    limit = min(limit, replicas.leader_quota.available())
+                if limit > 0 or (total == 0 and not throttled):
                     region = partition.read(requested.fetch_offset, max(limit, 1), up_to_log_end=from_follower)
                     if region is not None:
                         total += region.length
                         budget -= region.length
+                        if throttled:
+                            replicas.leader_quota.record(region.length)
                         read.records = (region if legacy_magic is None else
                                         legacy.from_batches(read_bytes(region), legacy_magic, requested.fetch_offset))
             except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this partition

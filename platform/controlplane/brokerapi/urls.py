@@ -9,6 +9,7 @@ urlpatterns = [
     path("brokers/<int:broker_id>/heartbeat", views.broker_heartbeat, name="heartbeat"),
     path("brokers/<int:broker_id>/session", views.broker_session, name="session"),
     path("metadata", views.metadata_image, name="metadata"),
+    path("metadata/changes", views.metadata_changes, name="metadata-changes"),
     path("partitions/alter", views.alter_partition, name="alter-partition"),
     path("topics", views.topics_create, name="topics"),
     path("topics/<str:name>", views.topic_detail, name="topic"),
@@ -16,4 +17,7 @@ urlpatterns = [
     path("topics/<str:name>/configs", views.topic_configs, name="topic-configs"),
     path("elect-leaders", views.elect_leaders, name="elect-leaders"),
     path("producer-ids", views.producer_ids, name="producer-ids"),
+    path("reassignments", views.alter_reassignments, name="reassignments"),
+    path("reassignments/list", views.list_reassignments, name="reassignments-list"),
+    path("brokers/configs", views.alter_broker_configs, name="broker-configs"),
 ]

@@ -23,8 +23,8 @@ from controlplane.access.actions import Action
 from controlplane.access.checks import Change, recorded
 from controlplane.audit.models import Source
 from controlplane.audit.services import Actor
-from controlplane.cluster import metadata, services
-from controlplane.controller import election
+from controlplane.cluster import broker_configs, changelog, metadata, services
+from controlplane.controller import election, reassignment
 from controlplane.core.errors import KafkaApiError
 from controlplane.topics import services as topics
 
@@ -38,12 +38,14 @@ SESSION_HOLD_MAX_MS = 60_000
 SESSION_PROBE_S = 0.02
 """How often a held session checks whether the broker hung up."""
 
-__all__ = ("alter_partition", "broker_heartbeat", "broker_session", "elect_leaders", "metadata_image", "producer_ids",
+__all__ = ("alter_broker_configs", "alter_partition", "alter_reassignments", "broker_heartbeat", "broker_session",
+           "elect_leaders", "list_reassignments", "metadata_changes", "metadata_image", "producer_ids",
            "register_broker", "topic_configs", "topic_detail", "topic_partitions", "topics_create")
 
 
 def internal_api(*methods: str) -> Callable[[Callable[..., object]], Callable[..., HttpResponse]]:
-    """Decorate a view returning a dict (200), None (204) or raising KafkaApiError."""
+    """Decorate a view returning a dict (200), a JSON body already encoded (bytes, 200), None (204) or raising
+    KafkaApiError."""
 
     def decorate(view: Callable[..., object]) -> Callable[..., HttpResponse]:
         @cluster_secret_required
@@ -55,6 +57,8 @@ def internal_api(*methods: str) -> Callable[[Callable[..., object]], Callable[..
                 return JsonResponse(e.as_json(), status=e.status)
             if result is None:
                 return HttpResponse(status=204)
+            if isinstance(result, bytes):
+                return HttpResponse(result, content_type="application/json")
             return JsonResponse(result)
 
         wrapper.__name__ = view.__name__
@@ -104,6 +108,20 @@ def metadata_image(request: HttpRequest) -> dict:
     if min_version > 0 and wait_ms > 0:
         metadata.wait_for_version(min_version, wait_ms)
     return metadata.image()
+
+
+@internal_api("GET")
+def metadata_changes(request: HttpRequest) -> bytes:
+    """The metadata log (`cluster.changelog`): `since=N` → the delta from version N, held up to `wait_ms`
+    until there is one; without `since` (or N not served by the retained log) → a snapshot."""
+    try:
+        since = int(request.GET["since"]) if "since" in request.GET else None
+        wait_ms = int(request.GET.get("wait_ms", 0))
+    except ValueError:
+        raise KafkaApiError("INVALID_REQUEST", "since and wait_ms must be integers") from None
+    if since is not None and since >= 0 and wait_ms > 0:
+        metadata.wait_for_version(since + 1, wait_ms)
+    return changelog.catch_up(since)
 
 
 @internal_api("GET")
@@ -218,3 +236,60 @@ def elect_leaders(request: HttpRequest) -> dict:
 def producer_ids(request: HttpRequest) -> dict:
     body = Body(request)
     return services.allocate_producer_ids(body.int("broker_id"), body.int("registration_epoch"))
+
+
+def _partition_list(raw: object, with_replicas: bool) -> list:
+    """`[{topic, partition[, replicas]}]` → tuples; INVALID_REQUEST for anything else."""
+    def valid(p: object) -> bool:
+        return isinstance(p, dict) and isinstance(p.get("topic"), str) and isinstance(p.get("partition"), int) and (
+            not with_replicas or p.get("replicas") is None or (
+                isinstance(p["replicas"], list) and all(isinstance(b, int) for b in p["replicas"])))
+    if not isinstance(raw, list) or not all(valid(p) for p in raw):
+        raise KafkaApiError("INVALID_REQUEST", "partitions must be a list of {topic, partition"
+                                               + (", replicas (a list of broker ids, or null to cancel)}" if
+                                                  with_replicas else "}"))
+    return [(p["topic"], p["partition"], p.get("replicas")) if with_replicas else (p["topic"], p["partition"])
+            for p in raw]
+
+
+@internal_api("POST")
+def alter_reassignments(request: HttpRequest) -> dict:
+    """Kafka's AlterPartitionReassignments: `{partitions: [{topic, partition, replicas | null}]}` →
+    `{results: [{topic, partition, error, message}]}`; audited as starting (or, if every entry cancels,
+    cancelling) a reassignment."""
+    requests = _partition_list(Body(request).raw("partitions"), with_replicas=True)
+    action = actions.CANCEL_REASSIGNMENT if all(r is None for _, _, r in requests) else actions.START_REASSIGNMENT
+    with kafka_change(request, action, reassignment.audit_target(requests)) as change:
+        change.before = {"reassigning": reassignment.list_reassignments([(t, n) for t, n, _ in requests])}
+        results = reassignment.alter_reassignments(requests)
+        change.after = {"targets": {f"{t}-{n}": r for t, n, r in requests},
+                        "errors": {f"{r.topic}-{r.partition}": r.error for r in results if r.error}}
+    return {"results": [{"topic": r.topic, "partition": r.partition, "error": r.error, "message": r.message}
+                        for r in results]}
+
+
+@internal_api("POST")
+def list_reassignments(request: HttpRequest) -> dict:
+    """Kafka's ListPartitionReassignments: `{partitions: [{topic, partition}] | null}` (null: all) →
+    `{reassignments: [{topic, partition, replicas, adding_replicas, removing_replicas}]}`."""
+    raw = Body(request).raw("partitions")
+    return {"reassignments": reassignment.list_reassignments(
+        None if raw is None else _partition_list(raw, with_replicas=False))}
+
+
+@internal_api("POST")
+def alter_broker_configs(request: HttpRequest) -> dict:
+    """IncrementalAlterConfigs on brokers: `{broker_ids: [id, …] (-1: the cluster default), set: {k: v},
+    delete: [k], validate_only}` → `{configs: {"<id>": {k: v}}}`."""
+    body = Body(request)
+    broker_ids = body.list_of("broker_ids", int)
+    set_configs, delete = body.dict("set", {}) or {}, body.list_of("delete", str, []) or []
+    if body.bool("validate_only", False):
+        answers = broker_configs.alter_broker_configs(broker_ids, set_configs, delete, validate_only=True)
+    else:
+        target = "brokers:" + ",".join("default" if b == -1 else str(b) for b in broker_ids)
+        with kafka_change(request, actions.ALTER_CONFIGS, target) as change:
+            change.before = {str(b): broker_configs.broker_configs(b) for b in broker_ids}
+            answers = broker_configs.alter_broker_configs(broker_ids, set_configs, delete)
+            change.after = {str(b): c for b, c in answers.items()}
+    return {"configs": {str(b): c for b, c in answers.items()}}

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from controlplane.controller import election
+from controlplane.controller import election, reassignment
 from controlplane.core.errors import KafkaApiError
 from controlplane.topics.models import Partition
 
@@ -124,7 +124,8 @@ def alter_partition(broker_id: int, registration_epoch: int, topic: str, partiti
     Checked in Kafka's order: the broker's registration, the partition, the leader epoch
     (FENCED_LEADER_EPOCH), that the sender leads (INVALID_REQUEST), the partition epoch
     (INVALID_UPDATE_VERSION), then the ISR itself: replicas only, containing the leader, and every member
-    that joins must be running (INELIGIBLE_REPLICA).
+    that joins must be running (INELIGIBLE_REPLICA). An ISR that now holds every target replica of a
+    reassignment in progress completes it (`controller.reassignment`).
     """
     with transaction.atomic():
         state = metadata.locked_state()
@@ -151,7 +152,8 @@ def alter_partition(broker_id: int, registration_epoch: int, topic: str, partiti
             raise KafkaApiError("INELIGIBLE_REPLICA", f"Brokers {sorted(ineligible)} are not running and cannot "
                                                        f"join the ISR of {topic}-{partition}")
         new_isr = [b for b in current.replicas if b in isr]  # keep replica order
-        if election.apply_change(current, election.PartitionState(current.leader, tuple(new_isr))):
+        changed = election.apply_change(current, election.PartitionState(current.leader, tuple(new_isr)))
+        if reassignment.maybe_complete(current, election.live_broker_ids()) or changed:
             metadata.bump(state)
     return {"topic": topic, **metadata.partition_image(current)}
 

@@ -68,7 +68,13 @@ class Partition(models.Model):
 
     Invariants: `replicas` is a non-empty list of distinct broker ids, the first being the preferred
     leader; `isr` ⊆ `replicas`; `leader` ∈ `isr` or NO_LEADER (-1). `leader_epoch` increases with every
-    leader change; `partition_epoch` with every change of leader, ISR or replicas (Kafka's KIP-841 fencing).
+    leader change and whenever a replica leaves the replica set; `partition_epoch` with every change of
+    leader, ISR or replicas (Kafka's KIP-841 fencing).
+
+    A reassignment in progress (KIP-455, KRaft's PartitionRegistration) is `adding_replicas` /
+    `removing_replicas` not both empty: then `replicas` = target replicas followed by the removing ones,
+    `adding_replicas` = target − original, `removing_replicas` = original − target (both ⊆ `replicas`,
+    disjoint). See `controller.reassignment`.
     """
 
     topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="partitions")
@@ -78,6 +84,10 @@ class Partition(models.Model):
     leader = models.IntegerField(default=NO_LEADER)
     leader_epoch = models.IntegerField(default=0, validators=[MinValueValidator(0)])
     partition_epoch = models.IntegerField(default=0, validators=[MinValueValidator(0)])
+    adding_replicas = models.JSONField(default=list, blank=True,
+                                       help_text="replicas a reassignment in progress adds (catching up)")
+    removing_replicas = models.JSONField(default=list, blank=True,
+                                         help_text="replicas a reassignment in progress removes once it completes")
 
     class Meta:
         ordering = ["topic__name", "partition"]
@@ -96,6 +106,15 @@ class Partition(models.Model):
     def is_under_replicated(self) -> bool:
         return len(self.isr) < len(self.replicas)
 
+    @property
+    def is_reassigning(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    @property
+    def target_replicas(self) -> list[int]:
+        """The replica set once the reassignment in progress completes (`replicas` when none is)."""
+        return [b for b in self.replicas if b not in self.removing_replicas]
+
     def clean(self) -> None:
         problems = []
         if not self.replicas or len(set(self.replicas)) != len(self.replicas) or \
@@ -105,5 +124,8 @@ class Partition(models.Model):
             problems.append("every ISR member must be a replica")
         if self.leader != NO_LEADER and self.leader not in self.isr:
             problems.append("the leader must be in the ISR (or -1 for no leader)")
+        if not set(self.adding_replicas) | set(self.removing_replicas) <= set(self.replicas) or \
+                set(self.adding_replicas) & set(self.removing_replicas):
+            problems.append("adding and removing replicas must be disjoint sets of replicas")
         if problems:
             raise ValidationError("; ".join(problems))

@@ -145,6 +145,11 @@ def load_properties(path: Path) -> dict[str, str]:
         text = path.read_text()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    return parse_properties(text, str(path))
+
+
+def parse_properties(text: str, source: str) -> dict[str, str]:
+    """The properties of `text` (the syntax of `load_properties`); `source` names it in errors."""
     properties: dict[str, str] = {}
     pending = ""
     for raw in text.splitlines():
@@ -157,7 +162,7 @@ def load_properties(path: Path) -> dict[str, str]:
             continue
         match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
         if not match:
-            raise ConfigError(f"{path}: cannot parse line '{line}'")
+            raise ConfigError(f"{source}: cannot parse line '{line}'")
         properties[match[1]] = match[2]
     return properties
 

@@ -32,6 +32,10 @@ _SIZE_AND_CORRELATION = struct.Struct(">ii")
 _SIZE = struct.Struct(">i")
 _NO_TAGS = b"\0"
 """An empty tagged-field section (flexible headers)."""
+_DECODE_ERRORS = (SerialError, ValueError, TypeError, OverflowError, KeyError, IndexError)
+"""What kio's reader raises on bytes that are not a message of the schema: KeyError for a tagged field the
+schema lacks (Kafka would skip it; kio cannot, so such a request is malformed here), the rest for bad
+lengths, values and truncation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +101,7 @@ class MessageCodec:
     def decode_request(self, frame: bytes, offset: int) -> object:
         try:
             request, _size = entity_reader(self.request_type)(frame, offset)
-        except (SerialError, ValueError, TypeError, OverflowError) as exc:
+        except _DECODE_ERRORS as exc:
             raise MalformedRequestError(
                 f"cannot decode {self.request_type.__name__} v{self.version}: {exc}"
             ) from exc
@@ -165,6 +169,6 @@ def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, obje
         offset = _skip_tagged_fields(frame, offset)
     try:
         response, _size = entity_reader(codec.response_type)(frame, offset)
-    except (SerialError, ValueError, TypeError, OverflowError) as exc:
+    except _DECODE_ERRORS as exc:
         raise MalformedRequestError(f"cannot decode {codec.response_type.__name__}: {exc}") from exc
     return correlation_id, response

@@ -9,7 +9,8 @@ and one request queue, then the kernel's socket buffers, and its connection coun
 is active only while it completes requests or drains responses (`last_active`), so one trickling a byte a
 second (slowloris) is idle too; the listener reaps both after `connections.max.idle.ms`. Response chunks
 are written with `transport.write`, storage file regions with `loop.sendfile` (os.sendfile on plain
-TCP: zero copy). A bad size prefix or an undecodable request closes only this connection.
+TCP: zero copy). A bad size prefix, an undecodable request or an unexpected failure closes only this
+connection.
 Event loop only.
 """
 
@@ -157,6 +158,10 @@ class KafkaConnection(asyncio.Protocol):
                         await self._write(chunks)
                 except MalformedRequestError as exc:
                     self._abort(str(exc))
+                    break
+                except Exception:  # a bug, never a hung connection: the client reconnects (Kafka closes too)
+                    log.exception("request from %s failed; closing the connection", self._client_host)
+                    self._abort("unexpected error")
                     break
                 finally:
                     self.busy = False

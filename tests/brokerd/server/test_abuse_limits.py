@@ -12,6 +12,7 @@ broker's memory stays bounded):
   after `connections.max.idle.ms`.
 """
 
+import contextlib
 import select
 import socket
 import struct
@@ -216,3 +217,17 @@ def test_a_client_that_never_reads_is_bounded_and_closed_after_the_idle_timeout(
         wait_until(lambda: closed_now(sock), IDLE_MS / 1000 + 15, interval_s=0.1,
                    message="the never-reading connection to be closed")
     producer.wait_for_progress(20)
+
+
+REGRESSIONS = Path(__file__).resolve().parents[2] / "fuzz" / "regressions" / "request"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in REGRESSIONS.iterdir()))
+def test_a_request_found_by_the_fuzzer_closes_only_its_connection(broker, producer, name):
+    frame = (REGRESSIONS / name).read_bytes()
+    with connect(broker) as sock:
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        sock.settimeout(30)
+        with contextlib.suppress(ConnectionError):  # answered (an error response) or closed, never left hanging
+            read_frame(sock)
+    producer.wait_for_progress(5)

@@ -23,6 +23,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from brokerd.protocol.api_keys import ApiKey
+from brokerd.protocol.bounds import check_lengths
 from brokerd.protocol.errors import MalformedRequestError
 from brokerd.varints import VarintError, read_uvarint
 
@@ -99,6 +100,9 @@ class MessageCodec:
     flexible: bool
 
     def decode_request(self, frame: bytes, offset: int) -> object:
+        """The request body at `offset`; every length and count is checked against the frame first
+        (`bounds`: kio's native reader would reserve memory for a lying array count and abort the process)."""
+        check_lengths(self.request_type, frame, offset)
         try:
             request, _size = entity_reader(self.request_type)(frame, offset)
         except _DECODE_ERRORS as exc:

@@ -232,7 +232,7 @@ _CHUNK_LENGTH = struct.Struct(">i")
 MAX_DECOMPRESSED_BYTES = 128 * 1024 * 1024
 """The most a batch's records section (or a legacy wrapper message) may inflate to: a batch that would
 decompress to more is refused with INVALID_RECORD, having cost at most this much memory (a decompression
-bomb: 10 MB of zstd zeros inflate to 10 GB). Kafka's own limit is implicit (the JVM heap); 128 MiB is 128
+bomb: 10 MB of gzip-compressed zeros inflate to 10 GB). Kafka's own limit is implicit (the JVM heap); 128 MiB is 128
 times `message.max.bytes`' default, far beyond what a real producer's compression reaches."""
 _FIRST_GUESS_RATIO = 8
 _MIN_GUESS = 64 * 1024

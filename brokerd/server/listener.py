@@ -31,8 +31,6 @@ class KafkaListener:
         self._connections: set[KafkaConnection] = set()
         self._per_host: dict[str, int] = {}
         """Admitted connections per client address (the keys of `max.connections.per.ip`)."""
-        self.refused_connections = 0
-        """Connections closed at accept by max.connections or max.connections.per.ip, since start."""
         self._reaper: asyncio.Task[None] | None = None
 
     @property
@@ -72,7 +70,6 @@ class KafkaListener:
             self._per_host[host] = held + 1
             self._connections.add(connection)
             return True
-        self.refused_connections += 1
         log.info("refused a connection from %s: %s", host, reason)
         return False
 

@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint fuzz bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark clean
+.PHONY: run test setup lint fuzz bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-metadata clean
 
 # Reinstall only when the pins or the packaging change.
 $(STAMP): requirements.txt pyproject.toml
@@ -53,6 +53,9 @@ bench-lag: $(STAMP)
 
 bench-spark: $(STAMP)
 	$(BIN)/python -m bench.spark
+
+bench-metadata: $(STAMP)
+	$(BIN)/python -m bench.metadata
 
 bench: $(STAMP)
 	@scripts/ensure_system_packages.sh test

@@ -186,7 +186,7 @@ def main() -> int:
         metrics_port = free_port()
         monitor = subprocess.Popen(
             [sys.executable, "-m", "monitoring", "--bootstrap-servers", broker.bootstrap, "--cluster", "bench",
-             "--metrics-port", str(metrics_port), "--state-dir", state, "--log-level", "ERROR"],
+             "--http-port", str(metrics_port), "--state-dir", state, "--log-level", "ERROR"],
             cwd=REPO_ROOT)
         try:
             wait_for_port(monitor, metrics_port)

@@ -2,7 +2,9 @@
 `run_lag_monitor` command). Ctrl-C or SIGTERM stops it cleanly.
 
     python -m monitoring --bootstrap-servers 127.0.0.1:9092 [--config monitor.json] [--state-dir var/lag]
-                         [--metrics-port 9308] [--webhook https://…]…
+                         [--http-port 8000 [--http-address 0.0.0.0]] [--webhook https://…]…
+
+`--http-port` serves Burrow's HTTP API v3, Prometheus `/metrics` and `/strom/v1/` (monitoring.http_api).
 
 `--config` is a JSON object of settings with Burrow's key names (see monitoring.config); command-line
 values win. Exit status 2 with one line on a bad setting.
@@ -16,13 +18,11 @@ import sys
 import threading
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, start_http_server
-
 from monitoring.config import MonitorConfig
+from monitoring.http_api import MonitorHttpServer
 from monitoring.notifier.sender import WebhookEndpoint
 from monitoring.notifier.sinks import LoggingSink, WebhookSink
 from monitoring.persistence import FileStore, MemoryStore
-from monitoring.prometheus import LagMetrics
 from monitoring.service import LagMonitor
 
 
@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster")
     parser.add_argument("--config", type=Path, help="JSON file of settings (Burrow's key names)")
     parser.add_argument("--state-dir", type=Path, help="keep windows and incidents here across restarts")
-    parser.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
+    parser.add_argument("--http-port", type=int, help="serve Burrow's HTTP API and /metrics on this port")
+    parser.add_argument("--http-address", default="127.0.0.1", help="the address to serve on (127.0.0.1)")
     parser.add_argument("--webhook", action="append", default=[], help="POST Standard Webhooks events here")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
@@ -50,16 +51,18 @@ def main(argv: list[str] | None = None) -> int:
     store = FileStore(args.state_dir) if args.state_dir else MemoryStore()
     sink = WebhookSink([WebhookEndpoint(url) for url in args.webhook]) if args.webhook else LoggingSink()
     monitor = LagMonitor(config, store, sink)
-    if args.metrics_port is not None:
-        registry = CollectorRegistry()
-        registry.register(LagMetrics(monitor.metrics_snapshot))
-        start_http_server(args.metrics_port, addr="127.0.0.1", registry=registry)
+    server = None
+    if args.http_port is not None:
+        server = MonitorHttpServer(monitor, args.http_address, args.http_port)
+        server.start()
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     monitor.start()
     logging.getLogger("monitoring").info("lag monitor of %s (%s) running", config.cluster, config.bootstrap_servers)
     stop.wait()
+    if server is not None:
+        server.stop()
     monitor.stop()
     if isinstance(sink, WebhookSink):
         sink.close()

@@ -8,7 +8,7 @@ sorted (Burrow's are in random map order, which no client can rely on).
 
 from collections.abc import Iterable, Sequence
 
-from monitoring.config import MonitorConfig
+from monitoring.config import OFFSETS_TOPIC, MonitorConfig
 from monitoring.evaluator import current_lag
 from monitoring.model import Commit, GroupResult, PartitionInput, PartitionResult, Status
 
@@ -38,12 +38,14 @@ def cluster_detail(config: MonitorConfig | None, url: str, host: str) -> Respons
     if config is None:
         return error(404, "cluster module not found", url, host)
     module = {
-        "class-name": "kafka", "servers": config.bootstrap_servers.split(","),
-        "client-profile": {"name": "default", "client-id": "strom-lag-monitor", "kafka-version": "3.9.0",
-                           "tls": None, "sasl": None},
+        "class-name": "kafka", "servers": config.bootstrap_servers.split(","), "client-profile": _client_profile(),
         "topic-refresh": _number(config.topic_refresh_s), "offset-refresh": _number(config.offset_refresh_s),
     }
     return 200, _envelope("cluster module detail returned", url, host, module=module)
+
+
+def _client_profile() -> dict:
+    return {"name": "default", "client-id": "strom-lag-monitor", "kafka-version": "3.9.0", "tls": None, "sasl": None}
 
 
 def _names(names: Iterable[str] | None, key: str, message: str, url: str, host: str,
@@ -137,3 +139,26 @@ def evaluator_module(config: MonitorConfig, url: str, host: str) -> Response:
 def module_list(coordinator: str, modules: Iterable[str], url: str, host: str) -> Response:
     """`/v3/config/<coordinator>`: the module names of one kind."""
     return 200, _envelope("module list returned", url, host, coordinator=coordinator, modules=sorted(modules))
+
+
+def consumer_module(config: MonitorConfig, url: str, host: str) -> Response:
+    """`/v3/config/consumer/<name>`: the `__consumer_offsets` reader."""
+    module = {"class-name": "kafka", "cluster": config.cluster, "servers": config.bootstrap_servers.split(","),
+              "group-allowlist": config.group_allowlist or "", "zookeeper-path": "", "zookeeper-timeout": 0,
+              "client-profile": _client_profile(), "offsets-topic": OFFSETS_TOPIC, "start-latest": False}
+    return 200, _envelope("consumer module detail returned", url, host, module=module)
+
+
+def main_config(url: str, host: str) -> Response:
+    """`/v3/config`: Burrow's general sections; Strom has no ZooKeeper, pid file or log file of its own here."""
+    return 200, _envelope(
+        "main config returned", url, host,
+        general={"pidfile": "", "stdout-logfile": "", "access-control-allow-origin": ""},
+        logging={"filename": "", "max-size": 0, "max-backups": 0, "max-age": 0, "use-local-time": False,
+                 "use-compression": False, "level": "info"},
+        zookeeper={"servers": [], "timeout": 0, "root-path": ""}, httpserver={})
+
+
+def log_level(level: str, url: str, host: str) -> Response:
+    """GET `/v3/admin/loglevel`."""
+    return 200, _envelope("log level returned", url, host, level=level)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from monitoring.collector.broker_offsets import BrokerOffsetsReader
 from monitoring.collector.offsets_topic import OffsetsTopicReader, store_events
 from monitoring.collector.record_times import Position, RecordTimeReader
-from monitoring.config import OFFSETS_TOPIC, MonitorConfig
+from monitoring.config import OFFSETS_TOPIC, MonitorConfig, Threshold
 from monitoring.evaluator import evaluate_partition, group_result, not_found
 from monitoring.history import LagSampleWriter
 from monitoring.model import GroupResult, PartitionInput
@@ -49,12 +49,16 @@ def wall_clock_ms() -> int:
 class LagMonitor:
     def __init__(self, config: MonitorConfig, store: MonitorStore | None = None, sink: NotificationSink | None = None,
                  policy: NotifyPolicy | None = None, silences: Callable[[], Sequence[Silence]] = tuple,
+                 thresholds: Callable[[], Sequence[Threshold]] | None = None,
                  clock_ms: Callable[[], int] = wall_clock_ms) -> None:
+        """`silences` and `thresholds` are asked once per evaluation round (so rules an operator edits apply
+        from the next round); `thresholds` defaults to the configuration's."""
         self.config = config
         self.store = store if store is not None else MemoryStore()
         self.sink = sink if sink is not None else LoggingSink()
         self.policy = policy or NotifyPolicy()
         self.silences = silences
+        self.thresholds = thresholds if thresholds is not None else (lambda: config.thresholds)
         self.clock_ms = clock_ms
         self.storage = OffsetStorage(
             intervals=config.intervals, min_distance_ms=int(config.min_distance_s * 1000),
@@ -230,6 +234,7 @@ class LagMonitor:
             logger.info("groups retired after expire-group: %s", ", ".join(sorted(retired)))
         times = self._append_times(inputs.values())
         config = self.config
+        thresholds = tuple(self.thresholds())
         grace_ms = config.min_stop_grace_ms
         results = {}
         partitions = unknown_seconds = 0
@@ -240,7 +245,7 @@ class LagMonitor:
                                             config.allowed_lag, config.minimum_complete, grace_ms) for p in parts]
             partitions += len(evaluated)
             unknown_seconds += sum(1 for p in evaluated if p.lag_seconds is None and p.end is not None)
-            results[group] = group_result(config.cluster, group, mark_breaches(config.thresholds, group, evaluated),
+            results[group] = group_result(config.cluster, group, mark_breaches(thresholds, group, evaluated),
                                           now_ms)
         self._results = results
         if self._samples is not None:
@@ -291,6 +296,11 @@ class LagMonitor:
     def results(self) -> Mapping[str, GroupResult]:
         """The latest round's result per group."""
         return self._results
+
+    @property
+    def ready(self) -> bool:
+        """Whether a round has been published since start (Burrow's `/burrow/admin/ready`)."""
+        return self._stats.evaluated_at_seconds > 0
 
     def group_result(self, group: str) -> GroupResult:
         return self._results.get(group) or not_found(self.config.cluster, group, self.clock_ms())

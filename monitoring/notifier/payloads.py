@@ -153,8 +153,13 @@ def check_template(source: str) -> None:
 
 
 def render_template(source: str, notification: Notification, extras: Mapping[str, str] | None = None) -> str:
+    return render(source, template_context(notification, extras))
+
+
+def render(source: str, context: Mapping[str, Any]) -> str:
+    """Render an operator's template (sandboxed, strict) with `context`; TemplateError on any failure."""
     try:
-        return _ENV.from_string(source).render(template_context(notification, extras))
+        return _ENV.from_string(source).render(context)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"line {exc.lineno}: {exc.message}") from exc
     except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as exc:
@@ -194,19 +199,51 @@ def standard_body(notification: Notification) -> dict:
     }
 
 
-def slack_body(notification: Notification, link: str | None = None) -> dict:
+@dataclass(frozen=True)
+class AlertMessage:
+    """What chat and pager targets show of any alert (a consumer group's, or a cluster alert the control
+    plane raises): one summary line, detail lines, and PagerDuty's fields (`dedup_key` stable per alerted
+    thing, so a resolve closes the trigger; `severity` critical|error|warning|info)."""
+
+    summary: str
+    lines: tuple[str, ...]
+    resolve: bool
+    dedup_key: str
+    severity: str
+    source: str
+    component: str
+    group: str
+    alert_class: str
+    timestamp_ms: int
+    custom_details: Mapping[str, Any]
+
+
+def message(notification: Notification) -> AlertMessage:
+    """A consumer group's announcement as an AlertMessage."""
+    result = notification.result
+    problems = result.problem_partitions
+    return AlertMessage(
+        summary=summary(notification),
+        lines=tuple(f"{p.status.name} {p.topic}:{p.partition} lag {p.current_lag}" for p in problems[:20]),
+        resolve=notification.kind is EventKind.CLOSE, dedup_key=f"strom:{result.cluster}:{result.group}",
+        severity="warning" if notification.incident.status == Status.WARN else "error",
+        source=f"strom-{result.cluster}", component=result.group, group=result.cluster, alert_class="consumer-lag",
+        timestamp_ms=notification.sent_ms,
+        custom_details={"status": result.status.name, "totallag": result.totallag, "lag_seconds": result.lag_seconds,
+                        "incident": notification.incident.id,
+                        "partitions": [partition_status(p) for p in problems[:50]]})
+
+
+def slack_message(alert: AlertMessage, link: str | None = None) -> dict:
     """A Slack incoming-webhook message: `text` (the notification fallback) and one mrkdwn section."""
-    text = summary(notification)
-    detail = text if link is None else f"{text}\n<{link}|Open in Strom>"
-    return {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": detail}}]}
+    detail = alert.summary if link is None else f"{alert.summary}\n<{link}|Open in Strom>"
+    return {"text": alert.summary, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": detail}}]}
 
 
-def teams_body(notification: Notification, link: str | None = None) -> dict:
+def teams_message(alert: AlertMessage, link: str | None = None) -> dict:
     """A Microsoft Teams Workflows webhook message carrying one Adaptive Card."""
-    body: list[dict] = [{"type": "TextBlock", "text": summary(notification), "wrap": True, "weight": "Bolder"}]
-    for p in notification.result.problem_partitions[:20]:
-        body.append({"type": "TextBlock", "wrap": True,
-                     "text": f"{p.status.name} {p.topic}:{p.partition} lag {p.current_lag}"})
+    body: list[dict] = [{"type": "TextBlock", "text": alert.summary, "wrap": True, "weight": "Bolder"}]
+    body += [{"type": "TextBlock", "wrap": True, "text": line} for line in alert.lines]
     card: dict[str, Any] = {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard",
                             "version": "1.4", "body": body}
     if link is not None:
@@ -215,21 +252,27 @@ def teams_body(notification: Notification, link: str | None = None) -> dict:
                                                 "contentUrl": None, "content": card}]}
 
 
-def pagerduty_body(notification: Notification, routing_key: str) -> dict:
-    """A PagerDuty Events API v2 event: trigger (severity warning for WARN, error otherwise) or resolve."""
-    result = notification.result
-    dedup_key = f"strom:{result.cluster}:{result.group}"[:255]
-    if notification.kind is EventKind.CLOSE:
+def pagerduty_event(alert: AlertMessage, routing_key: str) -> dict:
+    """A PagerDuty Events API v2 event: trigger, or resolve (same `dedup_key`)."""
+    dedup_key = alert.dedup_key[:255]
+    if alert.resolve:
         return {"routing_key": routing_key, "event_action": "resolve", "dedup_key": dedup_key}
-    severity = "warning" if notification.incident.status == Status.WARN else "error"
     return {
         "routing_key": routing_key, "event_action": "trigger", "dedup_key": dedup_key,
-        "payload": {
-            "summary": summary(notification)[:1024], "source": f"strom-{result.cluster}", "severity": severity,
-            "timestamp": _iso(notification.sent_ms), "component": result.group, "group": result.cluster,
-            "class": "consumer-lag",
-            "custom_details": {"status": result.status.name, "totallag": result.totallag,
-                               "lag_seconds": result.lag_seconds, "incident": notification.incident.id,
-                               "partitions": [partition_status(p) for p in result.problem_partitions[:50]]},
-        },
+        "payload": {"summary": alert.summary[:1024], "source": alert.source, "severity": alert.severity,
+                    "timestamp": _iso(alert.timestamp_ms), "component": alert.component, "group": alert.group,
+                    "class": alert.alert_class, "custom_details": dict(alert.custom_details)},
     }
+
+
+def slack_body(notification: Notification, link: str | None = None) -> dict:
+    return slack_message(message(notification), link)
+
+
+def teams_body(notification: Notification, link: str | None = None) -> dict:
+    return teams_message(message(notification), link)
+
+
+def pagerduty_body(notification: Notification, routing_key: str) -> dict:
+    """Trigger (severity warning for WARN, error otherwise) or resolve, one `dedup_key` per cluster and group."""
+    return pagerduty_event(message(notification), routing_key)

@@ -19,18 +19,22 @@ import email.utils
 import enum
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import requests
 
 from monitoring.notifier.incidents import EventKind, Notification
 from monitoring.notifier.payloads import (
-    pagerduty_body,
-    render_template,
-    slack_body,
+    AlertMessage,
+    message,
+    pagerduty_event,
+    render,
+    slack_message,
     standard_body,
-    teams_body,
+    teams_message,
+    template_context,
 )
 from monitoring.notifier.signing import signed_headers
 
@@ -91,26 +95,40 @@ class AttemptResult:
 
 
 def request_body(endpoint: WebhookEndpoint, notification: Notification) -> str:
-    """The body `endpoint` gets for `notification` (a TemplateError if its template fails)."""
+    """The body `endpoint` gets for a consumer group's `notification` (a TemplateError if its template fails)."""
+    return body_for(endpoint, notification.kind, message(notification), lambda: standard_body(notification),
+                    lambda: template_context(notification, endpoint.extras))
+
+
+def body_for(endpoint: WebhookEndpoint, kind: EventKind, alert: AlertMessage, standard: Callable[[], dict],
+             context: Callable[[], Mapping[str, Any]]) -> str:
+    """The body of any alert by the endpoint's preset: chat and pager messages from `alert`; for the
+    standard preset the endpoint's template (open, or close for a CLOSE) rendered with `context()`, else
+    the `standard()` JSON. ValueError for a PagerDuty endpoint without a routing key."""
     if endpoint.preset is Preset.SLACK:
-        return _json(slack_body(notification, endpoint.link))
+        return _json(slack_message(alert, endpoint.link))
     if endpoint.preset is Preset.TEAMS:
-        return _json(teams_body(notification, endpoint.link))
+        return _json(teams_message(alert, endpoint.link))
     if endpoint.preset is Preset.PAGERDUTY:
         if not endpoint.routing_key:
             raise ValueError("a PagerDuty endpoint needs a routing key")
-        return _json(pagerduty_body(notification, endpoint.routing_key))
-    template = endpoint.template_close if notification.kind is EventKind.CLOSE else endpoint.template_open
+        return _json(pagerduty_event(alert, endpoint.routing_key))
+    template = endpoint.template_close if kind is EventKind.CLOSE else endpoint.template_open
     if template:
-        return render_template(template, notification, endpoint.extras)
-    return _json(standard_body(notification))
+        return render(template, context())
+    return _json(standard())
 
 
 def prepare(endpoint: WebhookEndpoint, notification: Notification) -> Delivery:
+    return delivery(endpoint, notification.event_id, request_body(endpoint, notification))
+
+
+def delivery(endpoint: WebhookEndpoint, webhook_id: str, body: str) -> Delivery:
+    """What `endpoint` is sent for the event `webhook_id`: its URL, method and headers (JSON content type
+    unless the endpoint's headers say otherwise), `body`."""
     headers = {"content-type": "application/json", "user-agent": "strom-lag-monitor",
                **{k.lower(): v for k, v in endpoint.headers.items()}}
-    return Delivery(notification.event_id, endpoint.url, endpoint.method.upper(), headers,
-                    request_body(endpoint, notification))
+    return Delivery(webhook_id, endpoint.url, endpoint.method.upper(), headers, body)
 
 
 def attempt(delivery: Delivery, secret: str | None = None, timeout_s: float = 15.0,
@@ -141,12 +159,13 @@ def attempt(delivery: Delivery, secret: str | None = None, timeout_s: float = 15
     return AttemptResult(Outcome.FAILED, code, latency_ms, error)
 
 
-def retry_delay_s(attempts_made: int, retry_after_s: float | None = None) -> float | None:
-    """Seconds to wait after `attempts_made` failed attempts (1 = the first failed); None = give up.
-    A receiver's Retry-After wins when it asks for longer."""
-    if attempts_made < 1 or attempts_made > len(RETRY_SCHEDULE_S):
+def retry_delay_s(attempts_made: int, retry_after_s: float | None = None,
+                  schedule: Sequence[float] = RETRY_SCHEDULE_S) -> float | None:
+    """Seconds to wait after `attempts_made` failed attempts (1 = the first failed) by `schedule`; None =
+    give up. A receiver's Retry-After wins when it asks for longer."""
+    if attempts_made < 1 or attempts_made > len(schedule):
         return None
-    delay = float(RETRY_SCHEDULE_S[attempts_made - 1])
+    delay = float(schedule[attempts_made - 1])
     return max(delay, retry_after_s) if retry_after_s is not None else delay
 
 

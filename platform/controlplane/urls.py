@@ -11,5 +11,7 @@ urlpatterns = [
     path("api/", include(("controlplane.api.urls", "api"))),
     # The brokers' internal API (cluster-secret bearer auth), outside the public REST API and its schema.
     path("internal/v1/", include("controlplane.brokerapi.urls")),
+    # Burrow's HTTP API v3 and Prometheus /metrics of consumer lag, forwarded to the lag monitor.
+    path("", include("controlplane.lag.urls")),
     path("", include("controlplane.console.urls")),
 ]

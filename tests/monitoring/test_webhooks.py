@@ -2,9 +2,7 @@
 127.0.0.1 that verifies Standard Webhooks signatures with the `standardwebhooks` package."""
 
 import datetime
-import http.server
 import json
-import threading
 
 import pytest
 from standardwebhooks import Webhook
@@ -20,43 +18,9 @@ from monitoring.notifier.sender import (
 )
 from monitoring.notifier.signing import new_secret, signed_headers
 from tests.monitoring.test_payloads import notification
+from tests.support.webhook_receiver import Receiver
 
 SECRET = new_secret()
-
-
-class Receiver:
-    """Answers each request with the next (status, headers) of `answers` (then 200) and keeps what came."""
-
-    def __init__(self) -> None:
-        self.answers: list[tuple[int, dict]] = []
-        self.requests: list[tuple[str, str, dict, bytes]] = []
-        receiver = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def _handle(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                receiver.requests.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
-                                          body))
-                status, headers = receiver.answers.pop(0) if receiver.answers else (200, {})
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("content-length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            do_POST = do_PUT = do_DELETE = _handle
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

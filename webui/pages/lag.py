@@ -14,12 +14,14 @@ NO_MONITOR = ("No lag history: the lag monitor is not running (it publishes its 
               "__strom_lag_samples, which `manage.py consume_metrics` records).")
 
 
-def layout(**_kwargs):
+def layout(group: str | None = None, **_kwargs):
+    """`?group=<id>` (the console's "lag chart" links) preselects a group."""
     return html.Div([
         html.H1("Consumer lag"),
         html.Div(className="controls", children=[
             html.Span("Group", className="control-label"),
-            dcc.Dropdown(id=pid("group"), placeholder="choose a consumer group", className="dash-dropdown"),
+            dcc.Dropdown(id=pid("group"), value=group, placeholder="choose a consumer group",
+                         className="dash-dropdown"),
         ]),
         range_control(pid),
         graph(pid("chart")),

@@ -1,6 +1,8 @@
 from django.urls import path
 
-from . import views
+from controlplane.reports import views as reports
+
+from . import alerts, views
 
 app_name = "console"
 
@@ -14,8 +16,23 @@ urlpatterns = [
     path("groups/<path:group_id>/delete/", views.GroupDeleteView.as_view(), name="group-delete"),
     path("groups/<path:group_id>/", views.GroupDetailView.as_view(), name="group"),
     path("reassignments/", views.UnavailableSectionView.as_view(section="Reassignments"), name="reassignments"),
-    path("alerts/", views.UnavailableSectionView.as_view(section="Alerts"), name="alerts"),
-    path("reports/", views.UnavailableSectionView.as_view(section="Reports"), name="reports"),
+    path("alerts/", alerts.AlertsView.as_view(), name="alerts"),
+    path("alerts/endpoints/new/", alerts.EndpointCreateView.as_view(), name="alert-endpoint-create"),
+    path("alerts/endpoints/<int:pk>/test/", alerts.EndpointTestView.as_view(), name="alert-endpoint-test"),
+    path("alerts/endpoints/<int:pk>/delete/", alerts.EndpointDeleteView.as_view(), name="alert-endpoint-delete"),
+    path("alerts/thresholds/new/", alerts.ThresholdCreateView.as_view(), name="alert-threshold-create"),
+    path("alerts/thresholds/<int:pk>/delete/", alerts.ThresholdDeleteView.as_view(), name="alert-threshold-delete"),
+    path("alerts/silences/new/", alerts.SilenceCreateView.as_view(), name="alert-silence-create"),
+    path("alerts/silences/<int:pk>/delete/", alerts.SilenceDeleteView.as_view(), name="alert-silence-delete"),
+    path("alerts/deliveries/<int:pk>/retry/", alerts.DeliveryRetryView.as_view(), name="alert-delivery-retry"),
+    path("reports/", reports.ReportListView.as_view(), name="reports"),
+    path("reports/plotly.min.js", reports.PlotlyScriptView.as_view(), name="report-plotly"),
+    path("reports/<str:report>/run/", reports.RunNowView.as_view(), name="report-run-now"),
+    path("reports/<str:report>/schedule/", reports.ScheduleView.as_view(), name="report-schedule"),
+    path("reports/runs/<int:pk>/", reports.RunDetailView.as_view(), name="report-run"),
+    path("reports/runs/<int:pk>/progress/", reports.RunProgressView.as_view(), name="report-run-progress"),
+    path("reports/runs/<int:pk>/cancel/", reports.CancelRunView.as_view(), name="report-run-cancel"),
+    path("reports/runs/<int:pk>/csv/<str:table>/", reports.RunCsvView.as_view(), name="report-run-csv"),
     path("audit/", views.AuditLogView.as_view(), name="audit"),
     path("audit/export.csv", views.AuditExportView.as_view(), name="audit-export"),
     path("tokens/", views.TokenListView.as_view(), name="tokens"),

@@ -1,12 +1,13 @@
 """Server-rendered console pages; all require login and a role (`ViewerRequiredMixin`), and every change is an
 `ActionView` (checked and audited, see controlplane.access.console). They read the metadata store, and the
-consumer-group pages read the cluster through `controlplane.groups.services` (an unreachable cluster is shown,
-never hidden)."""
+consumer-group pages read the cluster through `controlplane.groups.services` and the lag monitor's verdicts through
+`controlplane.lag.client` (an unreachable cluster or monitor is shown, never hidden)."""
 
 import csv
 import datetime
 import itertools
 import json
+from urllib.parse import quote
 
 from django.contrib import messages
 from django.contrib.auth.mixins import LoginRequiredMixin
@@ -29,6 +30,7 @@ from controlplane.core.errors import KafkaApiError
 from controlplane.groups.services import GroupService
 from controlplane.health.models import ClusterHealthSnapshot
 from controlplane.health.snapshot import partition_problems, running_broker_ids
+from controlplane.lag import client as lag_client
 from controlplane.topics.models import Topic
 
 from .forms import ElectLeadersForm, ResetOffsetsForm, TokenForm
@@ -115,7 +117,10 @@ class GroupListView(ViewerRequiredMixin, TemplateView):
             return {**context, "error": e}
         if query := self.request.GET.get("q", "").strip():
             groups = [g for g in groups if query.lower() in g.group_id.lower()]
-        return {**context, "groups": groups}
+        evaluated = lag_client.read_json("/strom/v1/groups")
+        lag = {g["group"]: g for g in evaluated["groups"]} if evaluated else None
+        return {**context, "groups": groups, "rows": [(g, (lag or {}).get(g.group_id)) for g in groups],
+                "lag_monitor": lag is not None}
 
 
 def render_group(request, group_id: str, status: int = 200, **context):
@@ -125,8 +130,9 @@ def render_group(request, group_id: str, status: int = 200, **context):
         group = GroupService.connected().describe_group(group_id)
     except KafkaApiError as e:
         return render(request, "console/group_detail.html", {"group_id": group_id, "error": e}, status=e.status)
-    return render(request, "console/group_detail.html", {"group_id": group_id, "group": group, **context},
-                  status=status)
+    evaluation = lag_client.read_json(f"/strom/v1/groups/{quote(group_id, safe='')}")
+    return render(request, "console/group_detail.html",
+                  {"group_id": group_id, "group": group, "evaluation": evaluation, **context}, status=status)
 
 
 class GroupDetailView(ViewerRequiredMixin, View):

@@ -120,6 +120,30 @@ class TopicReplicaSize(models.Model):
         return f"{self.topic} on broker {self.broker_id}"
 
 
+class PartitionReplicaSize(models.Model):
+    """The latest reading of one replica (a topic-partition on one broker) from its broker's topic records: the
+    retention report's per-partition input. Rows of replicas that moved or topics deleted since stay until the
+    broker reports them again; readers keep the rows the metadata store still places on that broker."""
+
+    broker_id = models.IntegerField()
+    topic = models.CharField(max_length=249)
+    partition = models.IntegerField()
+    log_dir = models.CharField(max_length=1024)
+    size_bytes = models.BigIntegerField()
+    log_start_offset = models.BigIntegerField()
+    log_end_offset = models.BigIntegerField()
+    leader = models.BooleanField(help_text="the broker led the partition when it sampled")
+    sampled_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["topic", "partition", "broker_id"]
+        constraints = [models.UniqueConstraint(fields=["broker_id", "topic", "partition"],
+                                               name="metrics_partition_size_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition} on broker {self.broker_id}"
+
+
 class CounterState(models.Model):
     """The last cumulative counters read for one entity: a broker's totals (`topic` "") or one topic on it."""
 

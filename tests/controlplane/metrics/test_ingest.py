@@ -8,8 +8,14 @@ from datetime import UTC, datetime
 import pytest
 from django.db.models import Sum
 
-from controlplane.metrics.ingest import LAG_TOPIC, METRICS_TOPIC, SampleRecord, ingest
-from controlplane.metrics.models import BrokerMetricPoint, LagMetricPoint, LogDirMetricPoint, TopicMetricPoint
+from controlplane.metrics.ingest import LAG_TOPIC, METRICS_TOPIC, SampleRecord, ingest, to_datetime
+from controlplane.metrics.models import (
+    BrokerMetricPoint,
+    LagMetricPoint,
+    LogDirMetricPoint,
+    PartitionReplicaSize,
+    TopicMetricPoint,
+)
 from controlplane.metrics.prune import prune_points
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +51,10 @@ class BrokerStream:
         for topic, (bytes_in, size) in topics.items():
             records.append(self._record({**head, "type": "topic", "topic": topic,
                                          "counters": dict.fromkeys(COUNTERS, 0) | {"bytes_in": bytes_in},
-                                         "size_bytes": size, "partitions": [{"partition": 0, "size_bytes": size}]}))
+                                         "size_bytes": size, "partitions": [
+                                             {"partition": 0, "size_bytes": size, "log_start_offset": 0,
+                                              "log_end_offset": bytes_in, "leader": self.broker_id == 1,
+                                              "log_dir": f"/d{self.broker_id}"}]}))
         self.since = ts
         return records
 
@@ -100,6 +109,16 @@ def test_topic_sizes_add_up_over_brokers_and_traffic_over_topics():
     point = TopicMetricPoint.objects.get(resolution=10, topic="t")
     assert (point.bytes_in, point.size_bytes) == (30, 2500)
     assert TopicMetricPoint.objects.get(resolution=10, topic="u").bytes_in == 0
+
+
+def test_each_replicas_latest_size_is_kept_for_the_retention_report():
+    one, two = BrokerStream(1), BrokerStream(2)
+    ingest(one.round(T0 + 10_000, {}, {"t": (10, 1000)}) + two.round(T0 + 10_000, {}, {"t": (20, 1500)}))
+    ingest(one.round(T0 + 20_000, {}, {"t": (30, 1200)}))
+    replicas = PartitionReplicaSize.objects.order_by("broker_id").values_list(
+        "broker_id", "topic", "partition", "log_dir", "size_bytes", "leader", "log_end_offset")
+    assert list(replicas) == [(1, "t", 0, "/d1", 1200, True, 30), (2, "t", 0, "/d2", 1500, False, 20)]
+    assert PartitionReplicaSize.objects.get(broker_id=1).sampled_at == to_datetime(T0 + 20_000)
 
 
 def test_history_seen_only_from_the_middle_is_a_baseline_not_a_spike():

@@ -1,0 +1,182 @@
+"""The console's Alerts page: webhook endpoints (with send-test), lag thresholds, silences, open incidents and
+the delivery log (with retry). Every change is a POST-only `ActionView` needing `manage_alerts`, audited."""
+
+import json
+from datetime import timedelta
+
+from django import forms
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views import View
+
+from controlplane.access import actions
+from controlplane.access.console import ActionView, ViewerRequiredMixin
+from controlplane.alerts import outbox
+from controlplane.alerts.changes import audit_state
+from controlplane.alerts.models import Delivery, LagThreshold, Silence, WebhookEndpoint
+from controlplane.lag.models import LagIncident
+from monitoring.notifier.payloads import TemplateError
+
+DELIVERY_LOG_ROWS = 50
+
+
+class JsonObjectField(forms.CharField):
+    def to_python(self, value):
+        text = super().to_python(value).strip()
+        try:
+            return json.loads(text) if text else {}
+        except ValueError as exc:
+            raise forms.ValidationError(f"not JSON: {exc}") from None
+
+
+class EndpointForm(forms.ModelForm):
+    url = forms.URLField(max_length=2000, assume_scheme="https")
+    link = forms.URLField(max_length=2000, assume_scheme="https", required=False,
+                          help_text="link put in chat messages")
+    headers = JsonObjectField(required=False, help_text='{"Authorization": "Bearer …"}')
+    extras = JsonObjectField(required=False, help_text="Burrow's extras for templates")
+
+    class Meta:
+        model = WebhookEndpoint
+        fields = ("name", "url", "preset", "routing_key", "link", "method", "headers", "template_open",
+                  "template_close", "extras", "group_allowlist", "group_denylist", "timeout_s")
+        widgets = {"template_open": forms.Textarea(attrs={"rows": 3}),
+                   "template_close": forms.Textarea(attrs={"rows": 3})}
+
+
+class ThresholdForm(forms.ModelForm):
+    class Meta:
+        model = LagThreshold
+        fields = ("group", "topic", "max_lag", "max_lag_seconds", "comment")
+
+
+class SilenceForm(forms.Form):
+    group = forms.CharField(max_length=300, help_text="shell glob, e.g. batch-*")
+    minutes = forms.IntegerField(min_value=1, max_value=60 * 24 * 30, initial=60)
+    comment = forms.CharField(max_length=300, required=False)
+
+
+def render_alerts(request, status: int = 200, created: WebhookEndpoint | None = None, **forms_):
+    """The page; `created`: an endpoint just added, whose secret is shown this once."""
+    context = {
+        "created": created,
+        "endpoints": WebhookEndpoint.objects.all(),
+        "thresholds": LagThreshold.objects.all(),
+        "silences": Silence.objects.filter(ends_at__gt=timezone.now()),
+        "incidents": LagIncident.objects.filter(closed_ms__isnull=True),
+        "deliveries": Delivery.objects.select_related("endpoint")[:DELIVERY_LOG_ROWS],
+        "endpoint_form": forms_.get("endpoint_form") or EndpointForm(),
+        "threshold_form": forms_.get("threshold_form") or ThresholdForm(),
+        "silence_form": forms_.get("silence_form") or SilenceForm(),
+    }
+    return render(request, "console/alerts.html", context, status=status)
+
+
+class AlertsView(ViewerRequiredMixin, View):
+    def get(self, request):
+        return render_alerts(request)
+
+
+class AlertsAction(ActionView):
+    action = actions.MANAGE_ALERTS
+    kind = ""
+
+    def audit_target(self) -> str:
+        return f"{self.kind}:{self.kwargs.get('pk', 'new')}"
+
+
+class EndpointCreateView(AlertsAction):
+    kind = "webhook-endpoint"
+
+    def perform(self, request):
+        form = EndpointForm(request.POST)
+        if not form.is_valid():
+            return render_alerts(request, status=400, endpoint_form=form)
+        with self.audited_change() as change:
+            endpoint = form.save()
+            change.after = audit_state(endpoint)
+        return render_alerts(request, created=endpoint)
+
+
+class EndpointTestView(AlertsAction):
+    kind = "webhook-endpoint"
+
+    def perform(self, request, pk: int):
+        endpoint = get_object_or_404(WebhookEndpoint, pk=pk)
+        try:
+            with self.audited_change() as change:
+                delivery = outbox.send_test(endpoint)
+                change.after = {"delivery": delivery.id, "webhook_id": delivery.webhook_id}
+        except (TemplateError, ValueError) as exc:
+            messages.error(request, f"Test not sent: {exc}")
+        else:
+            messages.success(request, f"Test event {delivery.webhook_id} queued for '{endpoint.name}'.")
+        return redirect("console:alerts")
+
+
+class DeleteView(AlertsAction):
+    model: type
+
+    def perform(self, request, pk: int):
+        instance = get_object_or_404(self.model, pk=pk)
+        with self.audited_change() as change:
+            change.before = audit_state(instance)
+            instance.delete()
+        messages.success(request, f"Deleted {self.kind} {instance}.")
+        return redirect("console:alerts")
+
+
+class EndpointDeleteView(DeleteView):
+    kind, model = "webhook-endpoint", WebhookEndpoint
+
+
+class ThresholdDeleteView(DeleteView):
+    kind, model = "lag-threshold", LagThreshold
+
+
+class SilenceDeleteView(DeleteView):
+    kind, model = "silence", Silence
+
+
+class ThresholdCreateView(AlertsAction):
+    kind = "lag-threshold"
+
+    def perform(self, request):
+        form = ThresholdForm(request.POST)
+        if not form.is_valid():
+            return render_alerts(request, status=400, threshold_form=form)
+        with self.audited_change() as change:
+            change.after = audit_state(form.save())
+        messages.success(request, "Added the threshold; the monitor applies it from its next round.")
+        return redirect("console:alerts")
+
+
+class SilenceCreateView(AlertsAction):
+    kind = "silence"
+
+    def perform(self, request):
+        form = SilenceForm(request.POST)
+        if not form.is_valid():
+            return render_alerts(request, status=400, silence_form=form)
+        now = timezone.now()
+        with self.audited_change() as change:
+            silence = Silence.objects.create(group=form.cleaned_data["group"], starts_at=now,
+                                             ends_at=now + timedelta(minutes=form.cleaned_data["minutes"]),
+                                             comment=form.cleaned_data["comment"],
+                                             created_by=request.user.get_username())
+            change.after = audit_state(silence)
+        messages.success(request, f"Silenced {silence}.")
+        return redirect("console:alerts")
+
+
+class DeliveryRetryView(AlertsAction):
+    kind = "webhook-delivery"
+
+    def perform(self, request, pk: int):
+        delivery = get_object_or_404(Delivery, pk=pk)
+        with self.audited_change() as change:
+            change.before = {"state": delivery.state, "attempts": delivery.attempts}
+            outbox.retry_now(delivery)
+        messages.success(request, f"Delivery {delivery.webhook_id} queued again.")
+        return redirect("console:alerts")

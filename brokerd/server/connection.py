@@ -2,9 +2,15 @@
 
 Requests on a connection are processed one at a time in arrival order (Kafka mutes a channel the same
 way), so responses leave in request order; the client may pipeline as many requests as it likes.
-Received frames queue up to `MAX_QUEUED_FRAMES`, then reading pauses (backpressure). Response chunks
+Received frames queue up to `MAX_QUEUED_FRAMES` or `max_frame_bytes` bytes, then reading pauses
+(backpressure), and the next response is not built before the previous one has left the transport's
+buffer (below its high-water mark): a client that never reads its responses holds at most one response
+and one request queue, then the kernel's socket buffers, and its connection counts as idle. A connection
+is active only while it completes requests or drains responses (`last_active`), so one trickling a byte a
+second (slowloris) is idle too; the listener reaps both after `connections.max.idle.ms`. Response chunks
 are written with `transport.write`, storage file regions with `loop.sendfile` (os.sendfile on plain
-TCP: zero copy). A bad size prefix or an undecodable request closes only this connection.
+TCP: zero copy). A bad size prefix, an undecodable request or an unexpected failure closes only this
+connection.
 Event loop only.
 """
 
@@ -25,11 +31,15 @@ MAX_QUEUED_FRAMES = 64
 
 class KafkaConnection(asyncio.Protocol):
     def __init__(self, dispatcher: Dispatcher, max_frame_bytes: int,
-                 on_close: Callable[["KafkaConnection"], None]) -> None:
+                 admit: Callable[["KafkaConnection", str], bool],
+                 on_close: Callable[["KafkaConnection", str], None]) -> None:
         self._dispatcher = dispatcher
         self._decoder = FrameDecoder(max_frame_bytes)
+        self._max_queued_bytes = max_frame_bytes
+        self._admit = admit
         self._on_close = on_close
         self._frames: deque[bytes] = deque()
+        self._queued_bytes = 0
         self._frame_ready = asyncio.Event()
         self._writable = asyncio.Event()
         self._writable.set()
@@ -40,8 +50,10 @@ class KafkaConnection(asyncio.Protocol):
         self._stopping = False
         self.busy = False
         """True while a request is being processed or answered."""
+        self._awaiting_client = False
+        """True while an answer waits for the client to read what was written before."""
         self.last_active = 0.0
-        """loop.time() of the last byte received or request completed."""
+        """loop.time() of the last request received or completed, or response drained."""
 
     # asyncio.Protocol callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -49,12 +61,14 @@ class KafkaConnection(asyncio.Protocol):
         self._transport = transport
         peer = transport.get_extra_info("peername")
         self._client_host = peer[0] if peer else ""
+        if not self._admit(self, self._client_host):
+            transport.close()
+            return
         loop = asyncio.get_running_loop()
         self.last_active = loop.time()
         self._task = loop.create_task(self._process())
 
     def data_received(self, data: bytes) -> None:
-        self.last_active = asyncio.get_running_loop().time()
         try:
             frames = self._decoder.feed(data)
         except InvalidFrameError as exc:
@@ -62,9 +76,12 @@ class KafkaConnection(asyncio.Protocol):
             return
         if not frames:
             return
+        self.last_active = asyncio.get_running_loop().time()
         self._frames.extend(frames)
+        self._queued_bytes += sum(map(len, frames))
         self._frame_ready.set()
-        if len(self._frames) >= MAX_QUEUED_FRAMES and not self._reading_paused:
+        if (len(self._frames) >= MAX_QUEUED_FRAMES or self._queued_bytes >= self._max_queued_bytes) \
+                and not self._reading_paused:
             self._reading_paused = True
             self._transport.pause_reading()  # type: ignore[union-attr]
 
@@ -74,21 +91,33 @@ class KafkaConnection(asyncio.Protocol):
         self._writable.set()
         if self._task is not None and not self.busy:
             self._task.cancel()
-        self._on_close(self)
+        self._on_close(self, self._client_host)
 
     def pause_writing(self) -> None:
         self._writable.clear()
 
     def resume_writing(self) -> None:
+        self.last_active = asyncio.get_running_loop().time()
         self._writable.set()
 
     # lifecycle
     @property
     def idle(self) -> bool:
-        return not self.busy and not self._frames
+        """Neither handling a request nor receiving one: only waiting for the client (to send or to read)."""
+        return (not self.busy and not self._frames) or self._awaiting_client
 
     def close(self) -> None:
         if self._transport is not None:
+            self._transport.close()
+
+    def close_idle(self) -> None:
+        """Close an idle connection; abort it if unread responses are buffered (a graceful close would wait
+        for a client that does not read)."""
+        if self._transport is None:
+            return
+        if self._transport.get_write_buffer_size():
+            self._abort("idle with unread responses (connections.max.idle.ms)")
+        else:
             self._transport.close()
 
     async def shutdown(self) -> None:
@@ -117,7 +146,9 @@ class KafkaConnection(asyncio.Protocol):
                     await self._frame_ready.wait()
                     continue
                 frame = self._frames.popleft()
-                if self._reading_paused and not self._stopping and len(self._frames) < MAX_QUEUED_FRAMES // 2:
+                self._queued_bytes -= len(frame)
+                if self._reading_paused and not self._stopping and len(self._frames) < MAX_QUEUED_FRAMES // 2 \
+                        and self._queued_bytes < self._max_queued_bytes // 2:
                     self._reading_paused = False
                     self._transport.resume_reading()
                 self.busy = True
@@ -127,6 +158,10 @@ class KafkaConnection(asyncio.Protocol):
                         await self._write(chunks)
                 except MalformedRequestError as exc:
                     self._abort(str(exc))
+                    break
+                except Exception:  # a bug, never a hung connection: the client reconnects (Kafka closes too)
+                    log.exception("request from %s failed; closing the connection", self._client_host)
+                    self._abort("unexpected error")
                     break
                 finally:
                     self.busy = False
@@ -138,6 +173,13 @@ class KafkaConnection(asyncio.Protocol):
                 self.close()
 
     async def _write(self, chunks: list[Chunk]) -> None:
+        self._awaiting_client = True
+        try:
+            await self._write_chunks(chunks)
+        finally:
+            self._awaiting_client = False
+
+    async def _write_chunks(self, chunks: list[Chunk]) -> None:
         transport = self._transport
         if transport is None:
             return

@@ -32,6 +32,7 @@ from brokerd.replication.fetcher import ReplicaFetcher
 from brokerd.replication.isr import IsrManager
 from brokerd.replication.purgatory import DelayedProduce
 from brokerd.storage import LogManager
+from brokerd.storage.log_dir import LogDirectory
 from kafkaspec import topic_config
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,10 @@ class ReplicaManager:
 
     def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
+
+    def log_dirs(self) -> list[LogDirectory]:
+        """Every log dir of this broker, online or not, in `log.dirs` order."""
+        return list(self._log_manager.log_dirs)
 
     def min_insync_replicas(self, topic: str) -> int:
         return self._min_isr.get(topic, 1)

@@ -120,6 +120,26 @@ class TopicReplicaSize(models.Model):
         return f"{self.topic} on broker {self.broker_id}"
 
 
+class PartitionLogOffsets(models.Model):
+    """The latest log start and end offsets of one partition, as its leader last reported them (the topic list's
+    message counts: end − start). A partition whose log did not change keeps the row its last leader wrote,
+    still true; after a leader change two brokers' rounds may briefly arrive out of order, and the next round
+    of the new leader corrects it."""
+
+    topic = models.CharField(max_length=249)
+    partition = models.IntegerField()
+    log_start_offset = models.BigIntegerField()
+    log_end_offset = models.BigIntegerField()
+    broker_id = models.IntegerField(help_text="the leader that reported it")
+    sampled_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["topic", "partition"], name="metrics_partition_offsets_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition} [{self.log_start_offset}, {self.log_end_offset})"
+
+
 class CounterState(models.Model):
     """The last cumulative counters read for one entity: a broker's totals (`topic` "") or one topic on it."""
 

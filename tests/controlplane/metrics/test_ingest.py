@@ -9,7 +9,13 @@ import pytest
 from django.db.models import Sum
 
 from controlplane.metrics.ingest import LAG_TOPIC, METRICS_TOPIC, SampleRecord, ingest
-from controlplane.metrics.models import BrokerMetricPoint, LagMetricPoint, LogDirMetricPoint, TopicMetricPoint
+from controlplane.metrics.models import (
+    BrokerMetricPoint,
+    LagMetricPoint,
+    LogDirMetricPoint,
+    PartitionLogOffsets,
+    TopicMetricPoint,
+)
 from controlplane.metrics.prune import prune_points
 
 pytestmark = pytest.mark.django_db
@@ -144,3 +150,26 @@ def test_the_prune_task_is_in_the_beat_schedule():
     task = PeriodicTask.objects.get(name=TASK_NAME)
     assert (task.task, task.enabled, task.interval.every, task.interval.period) == (TASK, True, 600, "seconds")
     assert prune_metric_rollups.name == TASK
+
+
+def _topic_record(broker: int, offset: int, ts: int, partitions: list[dict]) -> SampleRecord:
+    value = {"v": 1, "type": "topic", "cluster": "c", "broker": broker, "ts": ts, "since": ts - 10_000,
+             "started": T0, "topic": "orders", "counters": dict.fromkeys(COUNTERS, 0), "size_bytes": 1,
+             "partitions": partitions}
+    return SampleRecord(METRICS_TOPIC, broker, offset, json.dumps(value).encode())
+
+
+def test_partition_offsets_come_from_the_latest_leader_report():
+    def part(p: int, leader: bool, start: int, end: int) -> dict:
+        return {"partition": p, "size_bytes": 1, "log_start_offset": start, "log_end_offset": end, "leader": leader,
+                "log_dir": "/d"}
+
+    ingest([_topic_record(1, 0, T0 + 10_000, [part(0, True, 0, 100), part(1, False, 0, 40)]),
+            _topic_record(2, 0, T0 + 10_000, [part(0, False, 0, 90), part(1, True, 5, 50)])])
+    assert {(o.partition, o.log_start_offset, o.log_end_offset, o.broker_id)
+            for o in PartitionLogOffsets.objects.all()} == {(0, 0, 100, 1), (1, 5, 50, 2)}
+    # broker 2 takes partition 0 over and reports it later; broker 1's older round arriving afterwards is ignored
+    ingest([_topic_record(2, 1, T0 + 30_000, [part(0, True, 10, 130)]),
+            _topic_record(1, 1, T0 + 20_000, [part(0, True, 0, 120)])])
+    assert PartitionLogOffsets.objects.values_list("log_start_offset", "log_end_offset", "broker_id").get(
+        partition=0) == (10, 130, 2)

@@ -9,6 +9,7 @@ from io import StringIO
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.db.models import Count
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -19,7 +20,7 @@ from controlplane.access.roles import role_of
 from controlplane.audit.models import AuditEntry
 from controlplane.groups import kafka_client
 from controlplane.groups.kafka_client import TopicPartition
-from controlplane.topics.models import Partition
+from controlplane.topics.models import Partition, Topic
 from tests.conftest import PASSWORD, user_with_role
 from tests.controlplane.groups.conftest import FakeGroupAdmin, FakeLog
 
@@ -59,6 +60,11 @@ MUTATIONS = [
                                                                     "name": "ci"})),
     Mutation(actions.REVOKE_USER_TOKEN, "console", ("post", "/tokens/revoke/", "bob's token")),
     Mutation(actions.SET_ROLE, "cli", ("set_role", "bob", "admin")),
+    # topics (issue 12)
+    Mutation(actions.CREATE_TOPICS, "rest", ("post", "/api/topics/", {"name": "audits", "replication_factor": 1})),
+    Mutation(actions.ALTER_CONFIGS, "rest", ("patch", "/api/topics/orders/", {"configs": {"retention.ms": "1000"}})),
+    Mutation(actions.CREATE_PARTITIONS, "rest", ("post", "/api/topics/payments/partitions/", {"count": 2})),
+    Mutation(actions.DELETE_TOPICS, "rest", ("delete", "/api/topics/payments/", None)),
 ]
 ROLES = [None, Role.VIEWER, Role.OPERATOR, Role.ADMIN]
 
@@ -82,7 +88,8 @@ def state(fake) -> tuple:
     """Everything a mutation of the matrix could change."""
     leaders = tuple(Partition.objects.order_by("topic__name", "partition").values_list("leader", flat=True))
     bob_role = role_of(get_user_model().objects.get(username="bob"))
-    return (tuple(sorted(fake.groups)), dict(fake.committed.get("etl", {})), leaders,
+    topics = tuple(Topic.objects.order_by("name").annotate(n=Count("partitions")).values_list("name", "configs", "n"))
+    return (tuple(sorted(fake.groups)), dict(fake.committed.get("etl", {})), leaders, topics,
             tuple(ApiToken.objects.order_by("name").values_list("user__username", "name")), bob_role)
 
 
@@ -108,7 +115,7 @@ def perform(mutation: Mutation, user) -> str:
     if path != "/api/token/":  # that endpoint authenticates by the password in the body
         client.force_authenticate(user)
     status = getattr(client, method)(path, data, format="json").status_code
-    assert status in (200, 204, 403), status
+    assert status in (200, 201, 204, 403), status
     return "refused" if status == 403 else "done"
 
 
@@ -135,4 +142,5 @@ def test_every_action_with_a_front_end_is_in_the_matrix():
     """Actions that some front end offers today; the rest are declared for features still to come."""
     assert {m.action for m in MUTATIONS} == {
         actions.RESET_OFFSETS, actions.DELETE_CONSUMER_GROUP, actions.ELECT_PREFERRED_LEADERS,
-        actions.ELECT_UNCLEAN_LEADERS, actions.CREATE_TOKEN, actions.REVOKE_USER_TOKEN, actions.SET_ROLE}
+        actions.ELECT_UNCLEAN_LEADERS, actions.CREATE_TOKEN, actions.REVOKE_USER_TOKEN, actions.SET_ROLE,
+        actions.CREATE_TOPICS, actions.ALTER_CONFIGS, actions.CREATE_PARTITIONS, actions.DELETE_TOPICS}

@@ -65,6 +65,11 @@ MUTATIONS = [
     Mutation(actions.ALTER_CONFIGS, "rest", ("patch", "/api/topics/orders/", {"configs": {"retention.ms": "1000"}})),
     Mutation(actions.CREATE_PARTITIONS, "rest", ("post", "/api/topics/payments/partitions/", {"count": 2})),
     Mutation(actions.DELETE_TOPICS, "rest", ("delete", "/api/topics/payments/", None)),
+    Mutation(actions.CREATE_TOPICS, "cli", ("topics", "--create", "--topic", "audits", "--replication-factor", "1")),
+    Mutation(actions.ALTER_CONFIGS, "cli", ("configs", "--entity-type", "topics", "--entity-name", "orders", "--alter",
+                                            "--add-config", "retention.ms=1000")),
+    Mutation(actions.CREATE_PARTITIONS, "cli", ("topics", "--alter", "--topic", "payments", "--partitions", "2")),
+    Mutation(actions.DELETE_TOPICS, "cli", ("topics", "--delete", "--topic", "payments")),
 ]
 ROLES = [None, Role.VIEWER, Role.OPERATOR, Role.ADMIN]
 

@@ -9,8 +9,10 @@ to read: `"0:120,1:98"`), never by an unbounded scan. Newest-first pages read ba
 Offsets are Kafka offsets; timestamps ms since the epoch.
 """
 
+import datetime
 import time
-from collections.abc import Iterable
+import zoneinfo
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from confluent_kafka import (
@@ -25,10 +27,11 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from controlplane.core.errors import KafkaApiError
 from controlplane.groups.kafka_client import bootstrap_servers
 
-from .message_format import Filter, Message
+from .message_format import DECODINGS, Filter, Message
 from .models import Topic
 
-__all__ = ("MAX_LIMIT", "SCAN_BUDGET", "Page", "ProduceResult", "Start", "browse", "parse_cursor", "produce")
+__all__ = ("MAX_LIMIT", "SCAN_BUDGET", "BrowseRequest", "Page", "ProduceResult", "Start", "browse",
+           "parse_browse_request", "parse_cursor", "produce")
 
 MAX_LIMIT = 500
 """Messages a page shows at most."""
@@ -282,3 +285,75 @@ def produce(topic: str, value: bytes | None, key: bytes | None = None, headers: 
     if error is not None:
         raise _fail(f"produce to {topic}", error)
     return ProduceResult(message.partition(), message.offset(), message.timestamp()[1])
+
+
+@dataclass(frozen=True)
+class BrowseRequest:
+    """A browse request as the REST API and the console take it (query parameters), parsed once for both."""
+
+    partitions: list[int] | None
+    start: Start
+    newest_first: bool
+    limit: int
+    match: Filter
+    cursor: str
+    decoding: str
+
+    def run(self, topic: str) -> Page:
+        return browse(topic, self.partitions, self.start, self.newest_first, self.limit, self.match, self.cursor)
+
+
+def _int(params: Mapping[str, str], name: str, default: int) -> int:
+    raw = params.get(name, "")
+    if raw.strip() == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise KafkaApiError("INVALID_REQUEST", f"{name} must be a whole number, not {raw!r}") from None
+
+
+def _timestamp_ms(raw: str, zone: str) -> int:
+    """Milliseconds since the epoch, or ISO 8601 (without an offset: in `zone`, an IANA name)."""
+    if raw.strip().lstrip("-").isdigit():
+        return int(raw)
+    try:
+        moment = datetime.datetime.fromisoformat(raw.strip())
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=zoneinfo.ZoneInfo(zone or "UTC"))
+    except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+        raise KafkaApiError("INVALID_REQUEST", f"timestamp must be ms since the epoch or ISO 8601 "
+                                               f"(e.g. 2024-01-31T12:00:00), in a known time zone; got {raw!r}"
+                            ) from None
+    return int(moment.timestamp() * 1000)
+
+
+def parse_browse_request(params: Mapping[str, str]) -> BrowseRequest:
+    """`partitions=0,2` (blank: all), `start=earliest|latest|offset|timestamp` with `last=N` (latest − N),
+    `offset=N` or `timestamp=ms|ISO` (+ `tz=Europe/Paris` for an ISO time without offset), `order=oldest|newest`,
+    `limit`, `key_contains`, `value_contains`, `header=name[=value]`, `json_path=$.a.b == v`,
+    `decode=text|json|hex|base64`, `cursor`."""
+    raw_partitions = params.get("partitions", "").strip()
+    try:
+        partitions = [int(p) for p in raw_partitions.split(",") if p.strip()] if raw_partitions else None
+    except ValueError:
+        raise KafkaApiError("INVALID_REQUEST", f"partitions must be numbers separated by commas, not "
+                                               f"{raw_partitions!r}") from None
+    kind = params.get("start", "") or LATEST
+    value = {LATEST: lambda: _int(params, "last", 0 if params.get("order") == "newest" else 50),
+             OFFSET: lambda: _int(params, "offset", 0),
+             TIMESTAMP: lambda: _timestamp_ms(params.get("timestamp", ""), params.get("tz", "UTC"))
+             }.get(kind, lambda: 0)()
+    order = params.get("order", "") or "oldest"
+    decoding = params.get("decode", "") or "text"
+    if order not in ("oldest", "newest"):
+        raise KafkaApiError("INVALID_REQUEST", "order must be oldest (forward in time) or newest (newest first)")
+    if decoding not in DECODINGS:
+        raise KafkaApiError("INVALID_REQUEST", f"decode must be one of {', '.join(DECODINGS)}")
+    try:
+        match = Filter(params.get("key_contains", ""), params.get("value_contains", ""), params.get("header", ""),
+                       params.get("json_path", "").strip())
+    except ValueError as e:
+        raise KafkaApiError("INVALID_REQUEST", str(e)) from None
+    return BrowseRequest(partitions, Start(kind, value), order == "newest", _int(params, "limit", 50), match,
+                         params.get("cursor", ""), decoding)

@@ -2,19 +2,28 @@
 latest − N, newest-first, filters with a bounded scan and a cursor that loses nothing, produce by key or
 partition. Records are known, so every page is checked against an oracle."""
 
+import datetime
 import json
+import time
+import zoneinfo
 
 import pytest
 from confluent_kafka import Producer
+from rest_framework.test import APIClient
 
+from controlplane.access.actions import Role
+from controlplane.audit.models import AuditEntry
 from controlplane.core.errors import KafkaApiError
 from controlplane.topics.message_browser import Start, browse, produce
 from controlplane.topics.message_format import Filter
 from controlplane.topics.models import Partition, Topic
+from tests.conftest import user_with_role
 from tests.support.broker import standalone_broker
 
 TOPIC, PARTITIONS, PER_PARTITION = "browse", 3, 200
-T0 = 1_700_000_000_000
+# An hour ago (whole seconds): records older than retention.ms (7 days) would be deleted as soon as a new record
+# rolls their segment.
+T0 = (int(time.time()) - 3600) * 1000
 
 
 def record(p: int, i: int) -> tuple[bytes, bytes, int]:
@@ -114,3 +123,49 @@ def test_bad_requests(topic):
     assert unknown.value.error == "UNKNOWN_TOPIC_OR_PARTITION"
     with pytest.raises(KafkaApiError, match="limit"):
         browse(TOPIC, limit=0)
+
+
+def client_as(role: Role) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user_with_role(f"user-{role.group_name}", role))
+    return client
+
+
+def test_rest_browse_export_and_produce(topic):
+    operator = client_as(Role.OPERATOR)
+    url = f"/api/topics/{TOPIC}/messages/"
+    # T0 + 10 s as a Paris wall-clock time: the first record at or after it is n=10
+    paris = datetime.datetime.fromtimestamp((T0 + 10_000) / 1000, zoneinfo.ZoneInfo("Europe/Paris"))
+    body = operator.get(url, {"partitions": "0", "start": "timestamp", "limit": 2, "decode": "json",
+                              "timestamp": paris.replace(tzinfo=None).isoformat(), "tz": "Europe/Paris"}).json()
+    assert [(m["partition"], m["offset"]) for m in body["messages"]] == [(0, 10), (0, 11)]
+    assert json.loads(body["messages"][0]["value"])["n"] == 10 and "\n" in body["messages"][0]["value"]
+    assert body["messages"][0]["headers"] == [["parity", "even"]]
+    assert (body["cursor"], body["watermarks"]["0"][0]) == ("0:12", 0)
+
+    export = operator.get(url, {"partitions": "1", "start": "offset", "offset": 5, "limit": 3,
+                                "value_contains": '"kind": "odd"', "export": "csv"})
+    assert export["Content-Disposition"] == f'attachment; filename="{TOPIC}.csv"'
+    assert [line.split(",")[1] for line in export.content.decode().splitlines()[1:]] == ["5", "7", "9"]
+    jsonl = operator.get(url, {"order": "newest", "limit": 2, "export": "jsonl", "partitions": "2"})
+    assert [json.loads(line)["offset"] for line in jsonl.content.decode().splitlines()][0] >= PER_PARTITION - 1
+
+    produced = operator.post(url, {"key": "k", "value": "v", "headers": {"h": "1"}, "partition": 0}, format="json")
+    assert produced.status_code == 201 and produced.json()["partition"] == 0
+    entry = AuditEntry.objects.get(action="produce_test_messages")
+    assert (entry.result, entry.target, entry.after["offset"]) == ("ok", f"topic:{TOPIC}", produced.json()["offset"])
+
+    bad = operator.get(url, {"start": "offset", "offset": "x"})
+    assert (bad.status_code, bad.json()["error"]) == (400, "INVALID_REQUEST")
+    assert operator.get(url, {"json_path": "a.b"}).json()["error"] == "INVALID_REQUEST"
+
+
+def test_viewers_see_no_message_contents(topic):
+    viewer = client_as(Role.VIEWER)
+    url = f"/api/topics/{TOPIC}/messages/"
+    refused = viewer.get(url)
+    assert refused.status_code == 403
+    assert "Reading message contents needs the operator role" in refused.json()["message"]
+    assert viewer.post(url, {"value": "v"}, format="json").status_code == 403
+    assert list(AuditEntry.objects.order_by("id").values_list("action", "result")) == [
+        ("read_messages", "refused"), ("produce_test_messages", "refused")]

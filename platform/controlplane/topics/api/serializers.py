@@ -98,3 +98,45 @@ class PartitionSerializer(serializers.ModelSerializer):
         model = Partition
         fields = ("topic", "partition", "replicas", "isr", "leader", "leader_epoch", "partition_epoch",
                   "is_under_replicated")
+
+
+class MessageSerializer(serializers.Serializer):
+    partition = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    timestamp = serializers.IntegerField(help_text="ms since the epoch")
+    timestamp_type = serializers.ChoiceField(choices=["CreateTime", "LogAppendTime"])
+    key = serializers.CharField(allow_null=True, help_text="decoded as `decode` asks")
+    value = serializers.CharField(allow_null=True)
+    headers = serializers.ListField(child=serializers.ListField(child=serializers.CharField(allow_null=True)),
+                                    help_text="[name, value] pairs in record order")
+    size = serializers.IntegerField(help_text="bytes of key, value and headers")
+
+
+class MessagePageSerializer(serializers.Serializer):
+    messages = MessageSerializer(many=True)
+    cursor = serializers.CharField(allow_null=True, help_text="pass it back (same parameters) to continue; null at "
+                                                              "the end")
+    scanned = serializers.IntegerField(help_text="records examined for this page (bounded)")
+    watermarks = serializers.DictField(child=serializers.ListField(child=serializers.IntegerField()),
+                                       help_text="partition → [log start offset, high watermark]")
+
+
+@extend_schema_serializer(examples=[
+    OpenApiExample("A JSON order keyed by customer", request_only=True,
+                   value={"key": "customer-42", "value": "{\"order\": 1}", "headers": {"source": "console"}}),
+])
+class ProduceSerializer(serializers.Serializer):
+    key = serializers.CharField(allow_null=True, required=False, default=None, trim_whitespace=False)
+    value = serializers.CharField(allow_null=True, allow_blank=True, trim_whitespace=False)
+    headers = serializers.DictField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+                                    required=False, default=dict)
+    partition = serializers.IntegerField(allow_null=True, required=False, default=None,
+                                         help_text="null: by key (murmur2, as Kafka's clients)")
+    encoding = serializers.ChoiceField(choices=["text", "base64"], default="text",
+                                       help_text="how key, value and header values are given")
+
+
+class ProducedSerializer(serializers.Serializer):
+    partition = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    timestamp = serializers.IntegerField()

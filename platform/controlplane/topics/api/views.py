@@ -1,23 +1,32 @@
+import base64
+import binascii
+
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 
-from controlplane.access import actions
-from controlplane.access.rest import ActionViewMixin
+from controlplane.access import actions, checks
+from controlplane.access.rest import ActionViewMixin, actor_of
+from controlplane.audit.models import Source
 from controlplane.core.errors import KafkaApiError
 from controlplane.core.filters import FilterBackend
 from controlplane.core.serializers import ErrorSerializer, one_line
 
-from .. import services
+from .. import message_browser, services
 from ..describe import config_entries, partition_rows
 from ..filtersets import PartitionFilterSet, TopicFilterSet
 from ..listing import ORDERINGS, topic_summaries
+from ..message_format import decode, export_csv, export_jsonl
 from ..models import Partition
 from .serializers import (
     CreatePartitionsSerializer,
+    MessagePageSerializer,
     PartitionSerializer,
+    ProducedSerializer,
+    ProduceSerializer,
     TopicConfigsPatchSerializer,
     TopicCreateSerializer,
     TopicDetailSerializer,
@@ -67,6 +76,11 @@ class TopicViewSet(ActionViewMixin, mixins.ListModelMixin, viewsets.GenericViewS
     filter_backends = (FilterBackend,)  # sorting is topic_summaries' (unreported sizes last either way)
     mutations = {"create": actions.CREATE_TOPICS, "partial_update": actions.ALTER_CONFIGS,
                  "destroy": actions.DELETE_TOPICS, "partitions": actions.CREATE_PARTITIONS}
+
+    def required_action(self, request):
+        if getattr(self, "action", None) == "messages":
+            return actions.PRODUCE_TEST_MESSAGES if request.method == "POST" else actions.READ_MESSAGES
+        return super().required_action(request)
 
     def get_queryset(self):
         try:
@@ -140,6 +154,66 @@ class TopicViewSet(ActionViewMixin, mixins.ListModelMixin, viewsets.GenericViewS
             services.create_partitions(name, body["count"])
             change.after = services.audit_state(name)
         return self._detail(name)
+
+    @extend_schema(
+        methods=["GET"], summary="Browse messages (operator role): seek, filter, decode; JSON page, or export",
+        description="One bounded read over the Kafka protocol: at most `limit` messages, at most "
+                    f"{message_browser.SCAN_BUDGET} records examined; continue with `cursor`. `export=jsonl|csv` "
+                    "answers the same page as a file.",
+        parameters=[_NAME, *(OpenApiParameter(n, str, description=d) for n, d in (
+            ("partitions", "0,2 (default: all)"), ("start", "earliest | latest (default) | offset | timestamp"),
+            ("last", "with start=latest: the last N records per partition"), ("offset", "with start=offset"),
+            ("timestamp", "with start=timestamp: ms since the epoch or ISO 8601"),
+            ("tz", "IANA zone for an ISO time without offset (default UTC)"),
+            ("order", "oldest (forward, default) | newest (newest first)"), ("limit", "1-500, default 50"),
+            ("key_contains", "substring of the key"), ("value_contains", "substring of the value"),
+            ("header", "a header name, or name=value-substring"), ("json_path", "$.a.b[0] or $.a == value"),
+            ("decode", "text (default) | json | hex | base64"), ("cursor", "from the previous page"),
+            ("export", "jsonl | csv")))],
+        responses={200: MessagePageSerializer, 400: _INVALID, 403: ErrorSerializer, 404: _NOT_FOUND})
+    @extend_schema(methods=["POST"], summary="Produce one test message (operator role), acks=all",
+                   parameters=[_NAME], request=ProduceSerializer,
+                   responses={201: ProducedSerializer, 400: _INVALID, 404: _NOT_FOUND})
+    @action(detail=True, methods=["get", "post"])
+    def messages(self, request, name: str):
+        if request.method == "POST":
+            return self._produce(request, name)
+        try:
+            checks.authorize(actor_of(request), Source.REST, actions.READ_MESSAGES, f"topic:{name}")
+        except checks.ActionRefused as refused:
+            return Response({"error": "TOPIC_AUTHORIZATION_FAILED", "message": refused.reason}, status=403)
+        browse = message_browser.parse_browse_request(request.query_params)
+        page = browse.run(name)
+        export = request.query_params.get("export", "")
+        if export in ("jsonl", "csv"):
+            body = (export_jsonl if export == "jsonl" else export_csv)(page.messages, browse.decoding)
+            return HttpResponse(body, content_type="application/x-ndjson" if export == "jsonl" else "text/csv",
+                                headers={"Content-Disposition": f'attachment; filename="{name}.{export}"'})
+        if export:
+            raise KafkaApiError("INVALID_REQUEST", "export must be jsonl or csv")
+        rows = [{"partition": m.partition, "offset": m.offset, "timestamp": m.timestamp_ms,
+                 "timestamp_type": m.timestamp_type, "key": decode(m.key, browse.decoding),
+                 "value": decode(m.value, browse.decoding),
+                 "headers": [[k, decode(v, browse.decoding)] for k, v in m.headers], "size": m.size}
+                for m in page.messages]
+        return Response(MessagePageSerializer({"messages": rows, "cursor": page.cursor, "scanned": page.scanned,
+                                               "watermarks": {str(p): list(w) for p, w in page.watermarks.items()}
+                                               }).data)
+
+    def _produce(self, request, name: str) -> Response:
+        body = _validated(ProduceSerializer, request.data)
+        as_bytes = (lambda s: None if s is None else base64.b64decode(s, validate=True)) \
+            if body["encoding"] == "base64" else (lambda s: None if s is None else s.encode())
+        try:
+            key, value = as_bytes(body["key"]), as_bytes(body["value"])
+            headers = [(k, as_bytes(v)) for k, v in body["headers"].items()]
+        except binascii.Error:
+            raise KafkaApiError("INVALID_REQUEST", "key, value and headers must be base64") from None
+        with self.audited_change() as change:
+            written = message_browser.produce(name, value, key, headers, body["partition"])
+            change.after = {"partition": written.partition, "offset": written.offset}
+        return Response(ProducedSerializer({"partition": written.partition, "offset": written.offset,
+                                            "timestamp": written.timestamp_ms}).data, status=status.HTTP_201_CREATED)
 
 
 class PartitionViewSet(viewsets.ReadOnlyModelViewSet):

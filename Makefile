@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark clean
+.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-console clean
 
 # Reinstall only when the pins or the packaging change.
 $(STAMP): requirements.txt pyproject.toml
@@ -55,6 +55,9 @@ bench-metrics: $(STAMP)
 bench-dashboard: $(STAMP)
 	@scripts/ensure_system_packages.sh test
 	$(BIN)/python -m bench.dashboard
+
+bench-console: $(STAMP)
+	$(BIN)/python -m bench.console
 
 clean:
 	rm -rf $(VENV) var *.egg-info

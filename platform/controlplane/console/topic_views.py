@@ -2,19 +2,25 @@
 its changes — configs, added partitions, deletion — each an `ActionView` calling `topics.services` as the REST API
 and `manage.py topics` do. Preferred-leader election posts to the brokers page's `ElectLeadersView`."""
 
+import datetime
+import zoneinfo
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views import View
 
-from controlplane.access import actions
+from controlplane.access import actions, checks
 from controlplane.access.console import ActionView, ViewerRequiredMixin
 from controlplane.core.errors import KafkaApiError
 from controlplane.topics import services
 from controlplane.topics.describe import config_entries, partition_rows
 from controlplane.topics.listing import ORDERINGS, topic_summaries
-from controlplane.topics.models import Topic
+from controlplane.topics.message_browser import parse_browse_request, produce
+from controlplane.topics.message_format import DECODINGS, decode
+from controlplane.topics.models import Partition, Topic
 from kafkaspec import topic_config, topic_names
 
 PAGE_SIZE = 100
@@ -157,3 +163,67 @@ class TopicDeleteView(ActionView):
                 else redirect("console:topics")
         messages.success(request, f"Deleted topic '{name}'.")
         return redirect("console:topics")
+
+
+class TopicMessagesView(ViewerRequiredMixin, View):
+    """The message browser: the same request as `GET /api/topics/<name>/messages/` (seek, order, filters, decode,
+    cursor), shown as a table with times in the user's time zone (`tz`, set by the browser); export links download
+    the same page from the REST API. Viewers see the reason instead of message contents."""
+
+    def get(self, request, name: str):
+        if not Topic.objects.filter(name=name).exists():
+            raise Http404(f"No topic '{name}'.")
+        context = {"topic": name, "params": request.GET, "decodings": DECODINGS,
+                   "partitions": list(Partition.objects.filter(topic__name=name).order_by("partition")
+                                      .values_list("partition", flat=True))}
+        if reason := checks.refusal(request.user, actions.READ_MESSAGES):
+            return render(request, "console/topic_messages.html", {**context, "refusal": reason})
+        if "start" not in request.GET:
+            return render(request, "console/topic_messages.html", context)
+        try:
+            browse = parse_browse_request(request.GET)
+            page = browse.run(name)
+        except KafkaApiError as e:
+            return render(request, "console/topic_messages.html", {**context, "error": e}, status=e.status)
+        zone = _zone(request.GET.get("tz", ""))
+        rows = [{"m": m, "time": datetime.datetime.fromtimestamp(m.timestamp_ms / 1000, zone).isoformat(
+                     timespec="milliseconds"),
+                 "key": decode(m.key, browse.decoding), "value": decode(m.value, browse.decoding),
+                 "headers": [(k, decode(v, browse.decoding)) for k, v in m.headers]} for m in page.messages]
+        query = request.GET.copy()
+        query.pop("cursor", None)
+        return render(request, "console/topic_messages.html",
+                      {**context, "page": page, "rows": rows, "query": query.urlencode(), "zone": zone.key})
+
+
+def _zone(name: str) -> zoneinfo.ZoneInfo:
+    try:
+        return zoneinfo.ZoneInfo(name or "UTC")
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return zoneinfo.ZoneInfo("UTC")
+
+
+class TopicProduceView(ActionView):
+    """Produce one test message (key, value, headers as name=value lines, partition or by key)."""
+
+    action = actions.PRODUCE_TEST_MESSAGES
+
+    def audit_target(self) -> str:
+        return f"topic:{self.kwargs['name']}"
+
+    def perform(self, request, name: str):
+        lines = [line for line in request.POST.get("headers", "").splitlines() if line.strip()]
+        headers = [(k.strip(), v.encode()) for k, _, v in (line.partition("=") for line in lines)]
+        partition = request.POST.get("partition", "").strip()
+        key = request.POST.get("key", "")
+        page = reverse("console:topic-messages", args=[name])
+        try:
+            with self.audited_change() as change:
+                written = produce(name, request.POST.get("value", "").encode(), key.encode() if key else None,
+                                  headers, int(partition) if partition.isdigit() else None)
+                change.after = {"partition": written.partition, "offset": written.offset}
+        except KafkaApiError as e:
+            messages.error(request, f"{e.error}: {e.message}")
+            return redirect(page)
+        messages.success(request, f"Produced to partition {written.partition} at offset {written.offset}.")
+        return redirect(f"{page}?start=offset&partitions={written.partition}&offset={written.offset}")

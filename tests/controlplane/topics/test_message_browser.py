@@ -9,6 +9,7 @@ import zoneinfo
 
 import pytest
 from confluent_kafka import Producer
+from django.test import Client
 from rest_framework.test import APIClient
 
 from controlplane.access.actions import Role
@@ -169,3 +170,24 @@ def test_viewers_see_no_message_contents(topic):
     assert viewer.post(url, {"value": "v"}, format="json").status_code == 403
     assert list(AuditEntry.objects.order_by("id").values_list("action", "result")) == [
         ("read_messages", "refused"), ("produce_test_messages", "refused")]
+
+
+def test_console_browse_and_produce(topic):
+    operator = Client()
+    operator.force_login(user_with_role("olga", Role.OPERATOR))
+    page = operator.get(f"/topics/{TOPIC}/messages/", {"start": "offset", "offset": 5, "partitions": "1",
+                                                        "limit": 3, "tz": "Asia/Tokyo", "decode": "json"})
+    assert [r["m"].offset for r in page.context["rows"]] == [5, 6, 7]
+    assert page.context["rows"][0]["time"].endswith("+09:00")
+    assert "cursor=1%3A8" in page.content.decode()
+    produced = operator.post(f"/topics/{TOPIC}/produce/", {"key": "", "value": "hi", "partition": "1",
+                                                           "headers": "a=b\n"})
+    assert "start=offset&partitions=1&offset=" in produced["Location"]
+    shown = operator.get(produced["Location"]).context["rows"]
+    assert (shown[0]["value"], shown[0]["headers"], shown[0]["key"]) == ("hi", [("a", "b")], None)
+
+    viewer = Client()
+    viewer.force_login(user_with_role("vic", Role.VIEWER))
+    refused = viewer.get(f"/topics/{TOPIC}/messages/", {"start": "earliest"})
+    assert "rows" not in refused.context
+    assert "Reading message contents needs the operator role" in refused.content.decode()

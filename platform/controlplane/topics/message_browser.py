@@ -150,16 +150,18 @@ class _Reader:
             raise _fail(f"look up offsets by time in {self.topic}", e) from None
         return {tp.partition: tp.offset if tp.offset >= 0 else high[tp.partition] for tp in found}
 
-    def read(self, ranges: dict[int, tuple[int, int]], budget: int) -> tuple[list[Message], dict[int, int], int]:
-        """Records in [start, end) of each partition, until every range is read, `budget` records were examined
-        or the deadline passed. Returns (records, next offset to read per partition, records examined)."""
+    def read(self, ranges: dict[int, tuple[int, int]], budget: int, match: Filter | None = None,
+             wanted: int | None = None) -> tuple[list[Message], dict[int, int], int]:
+        """Records in [start, end) of each partition, until every range is read, `budget` records were examined,
+        `wanted` of them pass `match`, or the deadline passed. Returns (records, next offset to read per
+        partition, records examined)."""
         position = {p: start for p, (start, end) in ranges.items() if start < end}
         records: list[Message] = []
         if not position:
             return records, {p: start for p, (start, _) in ranges.items()}, 0
         self.consumer.assign([KafkaTopicPartition(self.topic, p, o) for p, o in position.items()])
-        pending = set(position)
-        while pending and len(records) < budget and self.time_left() > 0:
+        pending, matched = set(position), 0
+        while pending and len(records) < budget and self.time_left() > 0 and (wanted is None or matched < wanted):
             for raw in self.consumer.consume(num_messages=min(1000, budget - len(records)),
                                              timeout=min(0.2, self.time_left())):
                 p = raw.partition()
@@ -171,6 +173,7 @@ class _Reader:
                     position[p] = ranges[p][1]  # the high watermark: nothing more to read up to `end`
                 elif raw.offset() < ranges[p][1]:
                     records.append(_message(raw))
+                    matched += match is not None and match.matches(records[-1])
                     position[p] = raw.offset() + 1
                 else:
                     position[p] = ranges[p][1]  # past the range (offsets up to `end` were compacted away)
@@ -233,7 +236,7 @@ def _trim(matches: list[Message], limit: int, newest_first: bool) -> tuple[list[
 
 
 def _forward(reader, origin, low, high, limit, match, budget):
-    records, positions, scanned = reader.read({p: (o, high[p]) for p, o in origin.items()}, budget)
+    records, positions, scanned = reader.read({p: (o, high[p]) for p, o in origin.items()}, budget, match, limit)
     shown, cut = _trim([m for m in records if match.matches(m)], limit, newest_first=False)
     for m in cut:  # the next page starts with what this page cut
         positions[m.partition] = min(positions[m.partition], m.offset)

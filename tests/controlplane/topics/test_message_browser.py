@@ -6,10 +6,12 @@ import datetime
 import json
 import time
 import zoneinfo
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 from django.test import Client
+from playwright.sync_api import expect
 from rest_framework.test import APIClient
 
 from controlplane.access.actions import Role
@@ -18,7 +20,7 @@ from controlplane.core.errors import KafkaApiError
 from controlplane.topics.message_browser import Start, browse, produce
 from controlplane.topics.message_format import Filter
 from controlplane.topics.models import Partition, Topic
-from tests.conftest import user_with_role
+from tests.conftest import PASSWORD, SCREENSHOTS, user_with_role
 from tests.support.broker import standalone_broker
 
 TOPIC, PARTITIONS, PER_PARTITION = "browse", 3, 200
@@ -191,3 +193,44 @@ def test_console_browse_and_produce(topic):
     refused = viewer.get(f"/topics/{TOPIC}/messages/", {"start": "earliest"})
     assert "rows" not in refused.context
     assert "Reading message contents needs the operator role" in refused.content.decode()
+
+
+@pytest.mark.browser
+def test_message_browser_in_chromium(page, live_app, topic):
+    user_with_role("olga", Role.OPERATOR)
+    page.goto(f"{live_app}/login/")
+    page.fill("#id_username", "olga")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.goto(f"{live_app}/topics/{TOPIC}/")
+    page.get_by_role("link", name="Browse messages").click()
+    expect(page.locator("#tz")).not_to_have_value("")
+
+    page.select_option("select[name=partitions]", "1")
+    page.select_option("#start", "offset")
+    page.fill("input[name=offset]", "120")
+    page.fill("input[name=limit]", "5")
+    page.select_option("select[name=decode]", "json")
+    page.get_by_role("button", name="Browse").click()
+    rows = page.locator("#messages tbody tr")
+    expect(rows).to_have_count(5)
+    expect(rows.first).to_contain_text('"n": 120')
+    page.screenshot(path=SCREENSHOTS / "topics-messages.png", full_page=True)
+    page.locator("#continue").click()
+    expect(rows.first.locator("td").nth(1)).to_have_text("125")
+
+    page.select_option("#start", "timestamp")
+    page.fill("input[name=timestamp]", str(T0 + 150_000))
+    page.fill("input[name=value_contains]", '"kind": "odd"')
+    page.get_by_role("button", name="Browse").click()
+    expect(rows.first.locator("td").nth(1)).to_have_text("151")
+    with page.expect_download() as download:
+        page.locator("#export-jsonl").click()
+    lines = Path(download.value.path()).read_text().splitlines()
+    assert [json.loads(line)["offset"] for line in lines] == [151, 153, 155, 157, 159]
+
+    page.fill("textarea[name=value]", "from chromium")
+    page.fill("input[name=partition]", "1")
+    page.get_by_role("button", name="Produce").click()
+    expect(page.get_by_role("status").first).to_contain_text("Produced to partition 1 at offset")
+    expect(rows.first).to_contain_text("from chromium")

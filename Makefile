@@ -1,6 +1,6 @@
 # Strom: two commands on a fresh Debian machine.
 #   make run   set everything up and start a local cluster with console and dashboard
-#   make test  set everything up and run the whole suite (SQLite and PostgreSQL)
+#   make test  set everything up and run the whole suite (control plane on PostgreSQL, the rest on SQLite)
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv

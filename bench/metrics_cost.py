@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from bench.clients import RECORD_BYTES, PhaseResult, kafka_phases
 from bench.peers import free_port
 from bench.peers.kafka_protocol import strom
-from brokerd.metrics.counters import BrokerTopicMetrics, RequestMetrics, TopicCounters
+from brokerd.counters import BrokerTopicMetrics, RequestMetrics, TopicCounters
 from brokerd.protocol.api_keys import ApiKey
 
 PARTITIONS = 8

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The whole suite: lint, import contracts, every test on SQLite, then the control-plane tests again on a
-# throwaway PostgreSQL. Starts its own Redis and PostgreSQL and stops them on exit.
+# The whole suite: lint, import contracts, then every test once — the control-plane and dashboard tests on a
+# throwaway PostgreSQL (production's database), the rest on SQLite (the integration tests' control plane runs on
+# SQLite, `make run`'s default, migrations included). Starts its own Redis and PostgreSQL and stops them on exit.
+# The 30 slowest tests are listed at the end of each pass (CI's 25-minute budget).
 set -euo pipefail
 BIN=.venv/bin
 export STROM_REDIS_PORT=${STROM_REDIS_PORT:-6391}
@@ -11,6 +13,6 @@ scripts/redis.sh start
 echo "== ruff";         $BIN/ruff check .
 echo "== import contracts"; $BIN/lint-imports
 echo "== tests (SQLite)"
-$BIN/pytest "$@"
-echo "== control-plane tests (PostgreSQL)"
-DATABASE_URL=$(scripts/postgres.sh start) $BIN/pytest tests/controlplane tests/webui "$@"
+$BIN/pytest --ignore=tests/controlplane --ignore=tests/webui --durations=30 "$@"
+echo "== control-plane and dashboard tests (PostgreSQL)"
+DATABASE_URL=$(scripts/postgres.sh start) $BIN/pytest tests/controlplane tests/webui --durations=30 "$@"

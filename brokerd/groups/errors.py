@@ -30,6 +30,8 @@ class CoordinatorLoadInProgressError(GroupError):
 
 
 class InvalidGroupIdError(GroupError):
+    """An empty group id."""
+
     kafka_error = "INVALID_GROUP_ID"
 
 
@@ -40,6 +42,8 @@ class InvalidSessionTimeoutError(GroupError):
 
 
 class UnknownMemberIdError(GroupError):
+    """The member id is not (or no longer) a member of the group: the client rejoins without it."""
+
     kafka_error = "UNKNOWN_MEMBER_ID"
 
 
@@ -54,10 +58,14 @@ class MemberIdRequiredError(GroupError):
 
 
 class IllegalGenerationError(GroupError):
+    """The request names another generation than the group's current one."""
+
     kafka_error = "ILLEGAL_GENERATION"
 
 
 class RebalanceInProgressError(GroupError):
+    """The group is rebalancing: the member must (re)join before this request can succeed."""
+
     kafka_error = "REBALANCE_IN_PROGRESS"
 
 
@@ -74,14 +82,20 @@ class FencedInstanceIdError(GroupError):
 
 
 class GroupMaxSizeReachedError(GroupError):
+    """A new member would take the group past `group.max.size`."""
+
     kafka_error = "GROUP_MAX_SIZE_REACHED"
 
 
 class GroupIdNotFoundError(GroupError):
+    """The group does not exist here (or is being deleted)."""
+
     kafka_error = "GROUP_ID_NOT_FOUND"
 
 
 class NonEmptyGroupError(GroupError):
+    """The group still has members (DeleteGroups, and OffsetDelete of a non-consumer group)."""
+
     kafka_error = "NON_EMPTY_GROUP"
 
 

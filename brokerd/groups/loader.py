@@ -1,5 +1,5 @@
-"""Read a `__consumer_offsets` partition's local log back into (key, value) records, for
-`GroupCoordinator.load`.
+"""Read a `__consumer_offsets` partition back into (key, value) records, for `GroupCoordinator.load`, through
+its `Partition` (up to the log end offset, as Kafka's loading reads).
 
 Batches are decoded here (compressed ones too, through `brokerd.records.batch`): loading is the one place
 where the broker must look inside every record of this topic. Control batches and keyless records (which
@@ -9,24 +9,26 @@ this topic never holds) are skipped. The read proceeds in chunks of `buffer_size
 
 import asyncio
 
-from brokerd.errors import CorruptRecordError
-from brokerd.groups.coordinator import Record
+from brokerd.groups.persistence import Record
 from brokerd.records.batch import iter_batches, iter_records, whole_batches_length
-from brokerd.storage import Log, read_bytes
+from brokerd.records.errors import CorruptRecordError
+from brokerd.replication.partition import Partition
+from brokerd.storage import read_bytes
+from brokerd.types import Offset
 
 
-async def read_records(log: Log, end_offset: int, buffer_size: int) -> list[Record]:
+async def read_records(partition: Partition, end_offset: Offset, buffer_size: int) -> list[Record]:
     """The records at offsets [log start, `end_offset`) in log order."""
     records: list[Record] = []
-    offset = log.log_start_offset
+    offset = partition.log_start_offset
     while offset < end_offset:
-        region = log.read(offset, buffer_size, end_offset)
-        if not region.length:
+        region = partition.read(offset, buffer_size, up_to_log_end=True)
+        if region is None:
             break
         data = memoryview(read_bytes(region))
         whole = whole_batches_length(data)
         if not whole:
-            raise CorruptRecordError(f"{log.topic}-{log.partition}: no whole batch at offset {offset}")
+            raise CorruptRecordError(f"{partition.key}: no whole batch at offset {offset}")
         for position, header in iter_batches(data[:whole]):
             if header.next_offset <= offset:
                 continue

@@ -4,13 +4,15 @@
 How it is driven:
 - **Leadership** (`ReplicaManager` role listener, after every metadata image): a partition this broker
   now leads, or leads at a new leader epoch, gets a fresh `GroupCoordinator` that answers
-  COORDINATOR_LOAD_IN_PROGRESS while a task reads the partition's local log (start → log end offset,
-  `loader.read_records`) and `load`s it; a partition no longer led is `unload`ed (waiting JoinGroup and
-  SyncGroup requests fail with NOT_COORDINATOR, later requests find no coordinator here).
-- **Writes**: a coordinator's `append(records)` becomes one uncompressed batch appended as leader with
-  acks=all semantics (refused below `min.insync.replicas`, then parked until the high watermark passes
-  it or `offsets.commit.timeout.ms` elapses), only while the partition is still led at the coordinator's
-  leader epoch. Failures raise `CoordinatorWriteError` naming the Kafka error.
+  COORDINATOR_LOAD_IN_PROGRESS while a task reads the partition (log start → log end offset,
+  `loader.read_records`, through the `Partition`) and `load`s it; a partition no longer led is `unload`ed
+  (waiting JoinGroup and SyncGroup requests fail with NOT_COORDINATOR, later requests find no coordinator
+  here).
+- **Writes**: a coordinator's `append(records)` becomes one uncompressed batch appended through
+  `ReplicaManager.append` with acks=all (refused below `min.insync.replicas`, then parked until the high
+  watermark passes it or `offsets.commit.timeout.ms` elapses), only while the partition is still led at
+  the coordinator's leader epoch. A failure raises the replica manager's error, carrying its Kafka error
+  (the coordinator translates it as Kafka does).
 - **Time**: one timer task runs every loaded coordinator's `expire_due()` when the earliest
   `next_deadline_ms()` comes (coordinators report each deadline they arm, waking the task when it is
   earlier than planned) and `remove_expired_offsets()` every `offsets.retention.check.interval.ms`.
@@ -26,29 +28,20 @@ from dataclasses import dataclass
 
 from brokerd.clock import Clock
 from brokerd.config import GroupSettings
-from brokerd.errors import BrokerError
 from brokerd.groups import errors
-from brokerd.groups.coordinator import GroupCoordinator, GroupListing, Record
+from brokerd.groups.api import GroupListing
+from brokerd.groups.coordinator import GroupCoordinator
 from brokerd.groups.loader import read_records
 from brokerd.groups.offsets_topic import OffsetsTopic, group_partition
+from brokerd.groups.persistence import Record
 from brokerd.metadata.image import BrokerEndpoint
 from brokerd.metadata.store import MetadataStore
-from brokerd.partition.errors import NotLeaderOrFollowerError
-from brokerd.partition.partition import Partition
 from brokerd.records.builder import build_batch
-from brokerd.replication.replica_manager import PendingAck, ReplicaManager
+from brokerd.replication.partition import Partition
+from brokerd.replication.replica_manager import ACKS_ALL, ReplicaManager
 from kafkaspec.topic_names import CONSUMER_OFFSETS_TOPIC
 
 log = logging.getLogger(__name__)
-
-
-class CoordinatorWriteError(BrokerError):
-    """A `__consumer_offsets` write was refused or not replicated; `kafka_error` says why (the coordinator
-    translates it to what Kafka answers the client)."""
-
-    def __init__(self, kafka_error: str) -> None:
-        super().__init__(kafka_error)
-        self.kafka_error = kafka_error
 
 
 @dataclass(eq=False)
@@ -131,7 +124,7 @@ class GroupManager:
         topic = self._metadata.image.topics.get(CONSUMER_OFFSETS_TOPIC)
         led: dict[int, Partition] = {}
         for assignment in topic.partitions if topic is not None else ():
-            partition = self._replicas.get_replica(CONSUMER_OFFSETS_TOPIC, assignment.partition)
+            partition = self._replicas.replica(CONSUMER_OFFSETS_TOPIC, assignment.partition)
             if partition is not None and partition.is_leader:
                 led[assignment.partition] = partition
         for index, slot in list(self._slots.items()):
@@ -153,7 +146,7 @@ class GroupManager:
     async def _load(self, index: int, slot: _Slot) -> None:
         started = time.monotonic()
         try:
-            records = await read_records(slot.partition.log, slot.partition.log_end_offset,
+            records = await read_records(slot.partition, slot.partition.log_end_offset,
                                          self._settings.offsets_load_buffer_size)
         except Exception:  # noqa: BLE001 - an unreadable log leaves the partition unserved, loudly
             log.exception("%s-%d: loading failed; its groups stay unavailable", CONSUMER_OFFSETS_TOPIC, index)
@@ -175,17 +168,9 @@ class GroupManager:
     # --- writes ----------------------------------------------------------------------------------------
 
     async def _append(self, slot: _Slot, records: list[Record]) -> None:
-        partition = slot.partition
-        if (not partition.is_leader or partition.leader_epoch != slot.leader_epoch
-                or self._replicas.get_replica(partition.topic, partition.index) is not partition):
-            raise NotLeaderOrFollowerError(f"{partition.topic}-{partition.index} is no longer led at epoch "
-                                           f"{slot.leader_epoch}")
-        min_isr = self._replicas.min_insync_replicas(partition.topic)
-        result = partition.append(build_batch(records, self._clock.now_ms()), -1, min_isr)
-        [outcome] = await self._replicas.wait_for_acks([PendingAck(partition, result, min_isr)],
-                                                       self._settings.offsets_commit_timeout_ms)
-        if outcome is not None:
-            raise CoordinatorWriteError(outcome)
+        batch = build_batch(records, self._clock.now_ms())
+        await self._replicas.append(slot.partition.topic, slot.partition.index, batch, ACKS_ALL,
+                                    self._settings.offsets_commit_timeout_ms, leader_epoch=slot.leader_epoch)
 
     # --- time ------------------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""The classic group model: `Group`, `Member`, `GroupState` and its legal transitions (Kafka's
-`GroupMetadata`/`MemberMetadata`).
+"""The classic group model: `Group`, `Member` and the legal transitions between `GroupState`s (Kafka's
+`GroupMetadata`/`MemberMetadata`), and the group's stored form (`to_value`/`from_value`).
 
 Called only from the event loop; not thread-safe. Times: `*_timestamp_ms` are wall-clock milliseconds
 (`Clock.now_ms`, stored in `__consumer_offsets`); `*_deadline_ms` are monotonic milliseconds
@@ -13,25 +13,17 @@ Invariants kept here:
 """
 
 import asyncio
-import enum
-import struct
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from brokerd.groups import errors
+from brokerd.groups.api import GroupState, JoinGroupResult, SyncGroupResult
+from brokerd.types import TopicPartition
 from kafkaspec.consumer_offsets import GroupMetadataValue, MemberMetadataValue, OffsetCommitValue
+from kafkaspec.consumer_protocol import subscription_topics
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
-
-TopicPartition = tuple[str, int]
-
-
-class GroupState(enum.Enum):
-    """Kafka's classic group states; the values are the names DescribeGroups and ListGroups return."""
-
-    EMPTY = "Empty"
-    PREPARING_REBALANCE = "PreparingRebalance"
-    COMPLETING_REBALANCE = "CompletingRebalance"
-    STABLE = "Stable"
-    DEAD = "Dead"
+Outcome = TypeVar("Outcome")
 
 
 # Kafka's `validPreviousStates`: state → the states it may be entered from.
@@ -45,32 +37,14 @@ VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class JoinedMember:
-    """A member as the leader sees it in its JoinGroup response."""
-
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class JoinGroupResult:
-    """A successful JoinGroup. `members` is filled for the leader only (it computes the assignment)."""
-
-    member_id: str
-    generation_id: int
-    protocol_type: str | None
-    protocol_name: str | None
-    leader_id: str
-    members: tuple[JoinedMember, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class SyncGroupResult:
-    protocol_type: str | None
-    protocol_name: str | None
-    assignment: bytes
+def _settle(future: asyncio.Future[Outcome] | None, outcome: Outcome | errors.GroupError) -> None:
+    """Answer a parked JoinGroup/SyncGroup (a result, or the error it fails with) unless already answered."""
+    if future is None or future.done():
+        return
+    if isinstance(outcome, errors.GroupError):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
 
 
 @dataclass(eq=False, slots=True)
@@ -96,6 +70,16 @@ class Member:
 
     def matches(self, protocols: tuple[tuple[str, bytes], ...]) -> bool:
         return self.protocols == protocols
+
+    def complete_join(self, outcome: JoinGroupResult | errors.GroupError) -> None:
+        """Answer the member's parked JoinGroup, if any; it is no longer awaiting join."""
+        future, self.join_future = self.join_future, None
+        _settle(future, outcome)
+
+    def complete_sync(self, outcome: SyncGroupResult | errors.GroupError) -> None:
+        """Answer the member's parked SyncGroup, if any; it is no longer awaiting sync."""
+        future, self.sync_future = self.sync_future, None
+        _settle(future, outcome)
 
 
 @dataclass(eq=False)
@@ -164,6 +148,18 @@ class Group:
             self.pending_sync_members.discard(old_member_id)
             self.pending_sync_members.add(new_member_id)
         return member
+
+    def validate_current_member(self, member_id: str, group_instance_id: str | None) -> None:
+        """Kafka's validateCurrentMember: a static member must use the id its instance now holds
+        (FENCED_INSTANCE_ID), any other must be a member (UNKNOWN_MEMBER_ID)."""
+        if group_instance_id is not None:
+            current = self.static_members.get(group_instance_id)
+            if current is None:
+                raise errors.UnknownMemberIdError()
+            if current != member_id:
+                raise errors.FencedInstanceIdError()
+        elif member_id not in self.members:
+            raise errors.UnknownMemberIdError()
 
     def awaiting_join(self) -> list[Member]:
         return [m for m in self.members.values() if m.join_future is not None]
@@ -265,6 +261,24 @@ class Group:
                 for m in self.members.values()),
         )
 
+    @classmethod
+    def from_value(cls, group_id: str, value: GroupMetadataValue | None) -> "Group":
+        """A group as loaded from its stored metadata: Stable at its stored generation if it has members,
+        else Empty (no metadata: an Empty group that only has offsets). Sessions are the caller's to arm."""
+        if value is None:
+            return cls(group_id, GroupState.EMPTY, None)
+        group = cls(group_id, GroupState.STABLE if value.members else GroupState.EMPTY,
+                    None if value.current_state_timestamp_ms == -1 else value.current_state_timestamp_ms,
+                    generation_id=value.generation_id, protocol_type=value.protocol_type,
+                    protocol_name=value.protocol_name)
+        for stored in value.members:
+            group.add(Member(stored.member_id, stored.group_instance_id, stored.client_id, stored.client_host,
+                             stored.rebalance_timeout_ms, stored.session_timeout_ms, value.protocol_type,
+                             ((value.protocol_name or "", stored.subscription),), stored.assignment))
+        group.leader_id = value.leader if value.leader in group.members else group.leader_id
+        group.subscribed_topics = group.compute_subscribed_topics()
+        return group
+
     #
     # Offsets expiry
     #
@@ -304,24 +318,11 @@ class Group:
         return expired
 
 
-_SUBSCRIPTION_HEAD = struct.Struct(">hi")
-_I16 = struct.Struct(">h")
 
+class GroupTable(dict[str, Group]):
+    """One coordinator's groups by id, shared by its concerns (membership, offsets)."""
 
-def subscription_topics(metadata: bytes) -> list[str] | None:
-    """The topics of a ConsumerProtocolSubscription (any version: int16 version, then the topics as an
-    int32-counted array of int16-length strings come first); None if it does not parse."""
-    try:
-        _, count = _SUBSCRIPTION_HEAD.unpack_from(metadata, 0)
-        pos = _SUBSCRIPTION_HEAD.size
-        topics = []
-        for _ in range(count):
-            (size,) = _I16.unpack_from(metadata, pos)
-            pos += 2
-            if size < 0 or pos + size > len(metadata):
-                return None
-            topics.append(metadata[pos:pos + size].decode())
-            pos += size
-        return topics
-    except (struct.error, UnicodeDecodeError):
-        return None
+    def is_current(self, group: Group) -> bool:
+        """Whether `group` is still the group of its id here (not deleted, unloaded or replaced meanwhile):
+        a write or deadline that completes later applies only then."""
+        return self.get(group.group_id) is group

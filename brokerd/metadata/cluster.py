@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from brokerd.metadata.errors import MetadataError
-from brokerd.metadata.http import HttpError, JsonHttpClient
+from brokerd.metadata.errors import ControlPlaneError, ControlPlaneUnavailableError, HttpError, MetadataError
+from brokerd.metadata.http import JsonHttpClient
 from brokerd.metadata.image import (
     BrokerEndpoint,
     ClusterImage,
@@ -58,20 +58,6 @@ def origin_headers(origin: AdminOrigin | None) -> dict[str, str]:
     if origin is None:
         return {}
     return {CLIENT_HOST_HEADER: quote(origin.client_host, safe=""), CLIENT_ID_HEADER: quote(origin.client_id, safe="")}
-
-
-class ControlPlaneError(MetadataError):
-    """The control plane refused a request; `kafka_error` is the Kafka error name it gave."""
-
-    def __init__(self, kafka_error: str | None, message: str) -> None:
-        super().__init__(message)
-        self.kafka_error = kafka_error or "UNKNOWN_SERVER_ERROR"
-
-
-class ControlPlaneUnavailableError(MetadataError):
-    """The control plane did not answer; the client should retry."""
-
-    kafka_error = "REQUEST_TIMED_OUT"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,7 @@ import json
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-
-class HttpError(OSError):
-    """The request could not be completed (connection refused, reset, timeout, malformed answer)."""
+from brokerd.metadata.errors import HttpError
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,13 +7,15 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from brokerd.types import BrokerId, LeaderEpoch, PartitionEpoch
+
 NO_TOPIC_ID = uuid.UUID(int=0)
 """Kafka's ZERO_UUID: no topic id (a validate-only answer, an unknown topic)."""
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerEndpoint:
-    node_id: int
+    node_id: BrokerId
     host: str
     port: int
     rack: str | None = None
@@ -24,11 +26,11 @@ class BrokerEndpoint:
 @dataclass(frozen=True, slots=True)
 class PartitionAssignment:
     partition: int
-    leader_id: int
-    leader_epoch: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    partition_epoch: int = 0
+    leader_id: BrokerId
+    leader_epoch: LeaderEpoch
+    replicas: tuple[BrokerId, ...]
+    isr: tuple[BrokerId, ...]
+    partition_epoch: PartitionEpoch = PartitionEpoch(0)
     """Bumped by the control plane on every change of leader, ISR or replicas (KIP-841 fencing)."""
 
 
@@ -49,7 +51,7 @@ class TopicMetadata:
 @dataclass(frozen=True, slots=True)
 class ClusterImage:
     cluster_id: str
-    controller_id: int
+    controller_id: BrokerId
     brokers: tuple[BrokerEndpoint, ...]
     topics: Mapping[str, TopicMetadata]
     metadata_version: int = 0
@@ -63,7 +65,7 @@ class ClusterImage:
         """The topic with this id (Fetch v13+, Metadata v10+ name topics by id), None if none has it."""
         return self._by_id.get(topic_id) if topic_id != NO_TOPIC_ID else None
 
-    def broker(self, node_id: int) -> BrokerEndpoint | None:
+    def broker(self, node_id: BrokerId) -> BrokerEndpoint | None:
         return next((b for b in self.brokers if b.node_id == node_id), None)
 
     @property

@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector, generate_late
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.metrics_core import Metric, UnknownMetricFamily
 
-from brokerd.metrics.counters import COUNTER_NAMES, LATENCY_BUCKETS_S, histogram_quantile
+from brokerd.counters import COUNTER_NAMES, LATENCY_BUCKETS_S, histogram_quantile
 from brokerd.metrics.sample import BrokerSample
 
 log = logging.getLogger(__name__)

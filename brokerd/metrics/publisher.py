@@ -22,7 +22,7 @@ from kio.schema.produce.v7.request import PartitionProduceData, ProduceRequest, 
 from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32
 
-from brokerd.client import BrokerClient
+from brokerd.client import TRANSPORT_ERRORS, BrokerClient
 from brokerd.config import MetricsSettings
 from brokerd.metadata.image import NewTopic, TopicMetadata
 from brokerd.metadata.internal_topics import InternalTopicUnavailable, ensure_internal_topic
@@ -30,7 +30,6 @@ from brokerd.metadata.store import MetadataStore
 from brokerd.metrics.records import TopicState, broker_record, topic_records, topic_states
 from brokerd.metrics.sample import Sampler
 from brokerd.protocol.api_keys import ApiKey
-from brokerd.protocol.messages import MalformedRequestError
 from brokerd.records.batch import ZSTD
 from brokerd.records.builder import build_batch
 
@@ -127,7 +126,7 @@ class MetricsPublisher:
             try:
                 response = await self._client.request(ApiKey.PRODUCE, PRODUCE_VERSION, request,
                                                       PRODUCE_TIMEOUT_S + 5)
-            except (OSError, EOFError, asyncio.IncompleteReadError, MalformedRequestError, TimeoutError) as exc:
+            except TRANSPORT_ERRORS as exc:
                 raise PublishError(f"produce to broker {leader.node_id}: {exc or type(exc).__name__}") from exc
             error = response.responses[0].partition_responses[0].error_code  # type: ignore[attr-defined]
             if error != ErrorCode.none:

@@ -24,7 +24,7 @@ JSON; the batch is zstd-compressed; record timestamps are `ts` (CreateTime).
 import json
 from collections.abc import Iterator
 
-from brokerd.metrics.counters import histogram_quantile
+from brokerd.counters import histogram_quantile
 from brokerd.metrics.sample import BrokerSample, PartitionSample
 
 FORMAT_VERSION = 1

@@ -17,8 +17,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from brokerd.counters import COUNTER_NAMES, RequestMetrics
 from brokerd.metadata.store import MetadataStore
-from brokerd.metrics.counters import COUNTER_NAMES, RequestMetrics
 from brokerd.replication.replica_manager import ReplicaManager
 from brokerd.storage import LogManager
 

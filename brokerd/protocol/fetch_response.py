@@ -36,7 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from brokerd.protocol.messages import MalformedRequestError
+from brokerd.protocol.errors import MalformedRequestError
+from brokerd.varints import uvarint
 
 _HEAD = struct.Struct(">iihii")
 _I16 = struct.Struct(">h")
@@ -147,34 +148,22 @@ class NodeEndpoint:
     rack: str | None
 
 
-_SMALL_UVARINTS = [bytes([value]) for value in range(0x80)]
 _NO_TAGS = b"\0"
-
-
-def _uvarint(value: int) -> bytes:
-    if value < 0x80:
-        return _SMALL_UVARINTS[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _string(value: str, flexible: bool) -> bytes:
     data = value.encode()
-    return (_uvarint(len(data) + 1) if flexible else _I16.pack(len(data))) + data
+    return (uvarint(len(data) + 1) if flexible else _I16.pack(len(data))) + data
 
 
 def _array_length(count: int, flexible: bool) -> bytes:
-    return _uvarint(count + 1) if flexible else _I32.pack(count)
+    return uvarint(count + 1) if flexible else _I32.pack(count)
 
 
 def _tags(tags: list[tuple[int, bytes]]) -> bytes:
     if not tags:
         return _NO_TAGS
-    return _uvarint(len(tags)) + b"".join(_uvarint(tag) + _uvarint(len(data)) + data for tag, data in tags)
+    return uvarint(len(tags)) + b"".join(uvarint(tag) + uvarint(len(data)) + data for tag, data in tags)
 
 
 def _node_endpoint(node: NodeEndpoint) -> bytes:
@@ -210,7 +199,7 @@ def encode_fetch_response(version: int, topics: Sequence[TopicAnswer], node_endp
                 head += _I32.pack(NO_PREFERRED_READ_REPLICA)
             records = p.records
             length = 0 if records is None else (len(records) if isinstance(records, bytes) else records.length)
-            head += _uvarint(length + 1) if flexible else _I32.pack(length)
+            head += uvarint(length + 1) if flexible else _I32.pack(length)
             if length:
                 chunks.append(bytes(head))
                 chunks.append(records)  # type: ignore[arg-type]

@@ -8,11 +8,9 @@ for the frame is grown, so an absurd prefix costs nothing; a negative or oversiz
 
 import struct
 
+from brokerd.protocol.errors import InvalidFrameError
+
 SIZE_PREFIX = struct.Struct(">i")
-
-
-class InvalidFrameError(ValueError):
-    """The byte stream cannot be a Kafka request stream (bad size prefix); close the connection."""
 
 
 class FrameDecoder:

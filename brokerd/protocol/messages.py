@@ -8,6 +8,9 @@ Request header (v1, or v2 for flexible versions), big-endian::
 Response header: correlation_id int32, plus an empty tagged-field section (one 0x00 byte) when the
 response version is flexible — except ApiVersions, whose response header is always v0 (KIP-511).
 Encoded responses include their int32 size prefix, ready for the transport.
+
+Both sides live here: the server's (`parse_request_header`, `MessageCodec.decode_request` and
+`encode_response`) and the client's (`encode_request`, `decode_response`, used by `brokerd.client`).
 """
 
 import io
@@ -20,15 +23,15 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from brokerd.protocol.api_keys import ApiKey
+from brokerd.protocol.errors import MalformedRequestError
+from brokerd.varints import VarintError, read_uvarint
 
 _HEADER_FIXED = struct.Struct(">hhih")
 _HEADER_PEEK = struct.Struct(">hhi")
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
 _SIZE = struct.Struct(">i")
-
-
-class MalformedRequestError(ValueError):
-    """A frame whose header or body does not decode; the connection is closed (Kafka does the same)."""
+_NO_TAGS = b"\0"
+"""An empty tagged-field section (flexible headers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,27 +70,17 @@ def parse_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, i
     return RequestHeader(api_key, api_version, correlation_id, client_id), offset
 
 
-def _read_uvarint(buf: bytes, offset: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if offset >= len(buf) or shift > 28:
-            raise MalformedRequestError("bad unsigned varint in tagged fields")
-        byte = buf[offset]
-        offset += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, offset
-        shift += 7
-
-
 def _skip_tagged_fields(buf: bytes, offset: int) -> int:
-    count, offset = _read_uvarint(buf, offset)
-    for _ in range(count):
-        _tag, offset = _read_uvarint(buf, offset)
-        size, offset = _read_uvarint(buf, offset)
-        offset += size
-        if offset > len(buf):
-            raise MalformedRequestError("tagged field runs past the end of the frame")
+    try:
+        count, offset = read_uvarint(buf, offset)
+        for _ in range(count):
+            _tag, offset = read_uvarint(buf, offset)
+            size, offset = read_uvarint(buf, offset)
+            offset += size
+            if offset > len(buf):
+                raise MalformedRequestError("tagged field runs past the end of the frame")
+    except VarintError as exc:
+        raise MalformedRequestError(f"bad unsigned varint in tagged fields: {exc}") from None
     return offset
 
 
@@ -112,16 +105,20 @@ class MessageCodec:
 
     def encode_response(self, correlation_id: int, response: object) -> bytes:
         """Size prefix + response header + body."""
-        buffer = io.BytesIO()
-        buffer.write(b"\0\0\0\0")
-        buffer.write(_SIZE.pack(correlation_id))
-        if self.flexible and self.api_key != ApiKey.API_VERSIONS:
-            buffer.write(b"\0")
-        entity_writer(self.response_type)(buffer, response)
-        data = buffer.getbuffer()
-        _SIZE.pack_into(data, 0, len(data) - 4)
-        del data
-        return buffer.getvalue()
+        tags = _NO_TAGS if self.flexible and self.api_key != ApiKey.API_VERSIONS else b""
+        return _framed(_SIZE.pack(correlation_id) + tags, self.response_type, response)
+
+
+def _framed(header: bytes, entity_type: type, entity: object) -> bytes:
+    """Size prefix + `header` + the kio encoding of `entity`: a frame ready for the transport."""
+    buffer = io.BytesIO()
+    buffer.write(b"\0\0\0\0")
+    buffer.write(header)
+    entity_writer(entity_type)(buffer, entity)
+    data = buffer.getbuffer()
+    _SIZE.pack_into(data, 0, len(data) - 4)
+    del data
+    return buffer.getvalue()
 
 
 @cache
@@ -140,33 +137,34 @@ def frame_response(correlation_id: int, body_size: int) -> bytes:
     return _SIZE_AND_CORRELATION.pack(body_size + 4, correlation_id)
 
 
-_REQUEST_HEADER = struct.Struct(">hhih")
-
-
 def encode_request(api_key: int, version: int, correlation_id: int, client_id: str, request: object) -> bytes:
-    """Size prefix + request header v1 + body, for the broker's own client side (replica fetcher).
-    Non-flexible versions only (header v1)."""
+    """Size prefix + request header (v1, or v2 with an empty tagged-field section for flexible versions) +
+    body: the client side (`brokerd.client`)."""
     codec = message_codec(api_key, version)
-    assert codec is not None and not codec.flexible, f"no non-flexible codec for {api_key} v{version}"
+    assert codec is not None, f"kio has no {api_key} v{version}"
     name = client_id.encode()
-    buffer = io.BytesIO()
-    buffer.write(b"\0\0\0\0")
-    buffer.write(_REQUEST_HEADER.pack(api_key, version, correlation_id, len(name)))
-    buffer.write(name)
-    entity_writer(codec.request_type)(buffer, request)
-    data = buffer.getbuffer()
-    _SIZE.pack_into(data, 0, len(data) - 4)
-    del data
-    return buffer.getvalue()
+    header = _HEADER_FIXED.pack(api_key, version, correlation_id, len(name)) + name
+    return _framed(header + _NO_TAGS if codec.flexible else header, codec.request_type, request)
+
+
+def response_correlation_id(frame: bytes | memoryview) -> int:
+    """The correlation id a response frame (without its size prefix) answers."""
+    if len(frame) < 4:
+        raise MalformedRequestError(f"response of {len(frame)} bytes has no header")
+    return _SIZE.unpack_from(frame, 0)[0]
 
 
 def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, object]:
-    """(correlation_id, response entity) from a response frame without its size prefix (header v0)."""
+    """(correlation_id, response entity) from a response frame without its size prefix (header v0, or v1
+    with a tagged-field section for flexible versions other than ApiVersions)."""
     codec = message_codec(api_key, version)
-    assert codec is not None and not codec.flexible
-    (correlation_id,) = _SIZE.unpack_from(frame, 0)
+    assert codec is not None, f"kio has no {api_key} v{version}"
+    correlation_id = response_correlation_id(frame)
+    offset = 4
+    if codec.flexible and api_key != ApiKey.API_VERSIONS:
+        offset = _skip_tagged_fields(frame, offset)
     try:
-        response, _size = entity_reader(codec.response_type)(frame, 4)
+        response, _size = entity_reader(codec.response_type)(frame, offset)
     except (SerialError, ValueError, TypeError, OverflowError) as exc:
         raise MalformedRequestError(f"cannot decode {codec.response_type.__name__}: {exc}") from exc
     return correlation_id, response

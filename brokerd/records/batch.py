@@ -25,8 +25,8 @@ Record (all integers zig-zag varints)::
     length | attributes int8 | timestampDelta varlong | offsetDelta varint |
     keyLength (-1 = null) key | valueLength (-1 = null) value | headerCount [headers…]
 
-The append and fetch paths only use the header functions (`iter_batches`, `verify_crc`,
-`assign_offsets`, `set_log_append_time`): one `struct` call and one CRC per batch, never per record.
+The append and fetch paths only use the header functions (`read_produced_batch`, `iter_batches`,
+`verify_crc`, `assign_offsets`, `set_log_append_time`): one `struct` call and one CRC per batch, never per record.
 `iter_records` decompresses and decodes records; it serves compaction, key checks on compacted
 topics, timestamp limits and timestamp lookups only. Sans-IO: bytes in, values out.
 """
@@ -38,7 +38,8 @@ from typing import NamedTuple
 import cramjam
 from crc32c import crc32c
 
-from brokerd.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
+from brokerd.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
+from brokerd.varints import VarintError, read_varint
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size
@@ -158,6 +159,33 @@ def validate_header(header: BatchHeader) -> None:
         )
 
 
+def read_produced_batch(records: bytes | bytearray) -> BatchHeader:
+    """The header of the one batch a producer sends for a partition, checked once against the rules of a
+    client's batch (Kafka's `ProduceRequest.validateRecords` and `LogValidator.validateBatch` for client
+    appends): exactly one whole batch, not a control batch, a record count that agrees with
+    lastOffsetDelta, and a base sequence for an idempotent batch. Magic, codec and CRC are checked by
+    storage on append (`validate_header`, `verify_crc`); records are never decoded here.
+
+    Raises CorruptRecordError for a truncated batch, InvalidRecordError for any other violation.
+    """
+    if len(records) < HEADER_SIZE:
+        raise CorruptRecordError(f"record batch of {len(records)} bytes is shorter than its header")
+    header = read_header(records)
+    if header.size > len(records):
+        raise CorruptRecordError("record batch length runs past the end of the request")
+    if header.size < len(records):
+        raise InvalidRecordError("Produce requests must carry exactly one record batch per partition")
+    if header.is_control:
+        raise InvalidRecordError("clients may not send control batches")
+    if header.record_count != header.last_offset_delta + 1:
+        raise InvalidRecordError(
+            f"record count {header.record_count} disagrees with lastOffsetDelta {header.last_offset_delta}"
+        )
+    if header.producer_id != NO_PRODUCER_ID and header.base_sequence < 0:
+        raise InvalidRecordError("idempotent batches need a base sequence >= 0")
+    return header
+
+
 def compute_crc(buf: memoryview, position: int, size: int) -> int:
     """CRC-32C over the CRC-covered region [21, size) of the batch at `position`."""
     return crc32c(buf[position + ATTRIBUTES_OFFSET : position + size])
@@ -194,24 +222,6 @@ class Record(NamedTuple):
     key: bytes | None
     value: bytes | None
     raw: memoryview
-
-
-def _read_varint(buf, position: int) -> tuple[int, int]:
-    """Zig-zag varint (up to 64 bits) at `position` -> (value, next position)."""
-    shift = 0
-    raw = 0
-    while True:
-        try:
-            byte = buf[position]
-        except IndexError:
-            raise CorruptRecordError("record ends inside a varint") from None
-        position += 1
-        raw |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (raw >> 1) ^ -(raw & 1), position
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordError("varint longer than 10 bytes")
 
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -282,28 +292,35 @@ def iter_records(batch: memoryview, header: BatchHeader) -> Iterator[Record]:
     """Decode the records of one batch; raises CorruptRecordError if they overrun their section or
     their number differs from the header's recordCount."""
     section = records_section(batch, header)
+    try:
+        yield from _decode_records(section, header.record_count)
+    except VarintError as exc:
+        raise CorruptRecordError(f"record ends inside or with a bad varint: {exc}") from None
+
+
+def _decode_records(section: memoryview, record_count: int) -> Iterator[Record]:
     end = len(section)
     position = 0
-    for _ in range(header.record_count):
+    for _ in range(record_count):
         start = position
-        length, position = _read_varint(section, position)
+        length, position = read_varint(section, position)
         record_end = position + length
         if length < 0 or record_end > end:
             raise CorruptRecordError("record overruns its batch")
         position += 1  # attributes, unused
-        timestamp_delta, position = _read_varint(section, position)
-        offset_delta, position = _read_varint(section, position)
-        key_length, position = _read_varint(section, position)
+        timestamp_delta, position = read_varint(section, position)
+        offset_delta, position = read_varint(section, position)
+        key_length, position = read_varint(section, position)
         key = None if key_length < 0 else bytes(section[position : position + key_length])
         position += max(key_length, 0)
-        value_length, position = _read_varint(section, position)
+        value_length, position = read_varint(section, position)
         value = None if value_length < 0 else bytes(section[position : position + value_length])
         if position + max(value_length, 0) > record_end:
             raise CorruptRecordError("record fields overrun the record length")
         position = record_end
         yield Record(offset_delta, timestamp_delta, key, value, section[start:record_end])
     if position != end:
-        raise CorruptRecordError(f"batch holds more bytes than its {header.record_count} records")
+        raise CorruptRecordError(f"batch holds more bytes than its {record_count} records")
 
 
 def record_timestamp(header: BatchHeader, record: Record) -> int:

@@ -24,28 +24,18 @@ from brokerd.records.batch import (
     NO_TIMESTAMP,
     compress,
 )
-
-
-def _varint(value: int) -> bytes:
-    """Zig-zag varint (64-bit), as records encode every integer."""
-    raw = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
+from brokerd.varints import varint
 
 
 def _nullable(data: bytes | None) -> bytes:
-    return _varint(-1) if data is None else _varint(len(data)) + data
+    return varint(-1) if data is None else varint(len(data)) + data
 
 
 def encode_record(offset_delta: int, key: bytes | None, value: bytes | None, timestamp_delta: int = 0) -> bytes:
     """One record (no headers), length prefix included."""
-    body = (b"\x00" + _varint(timestamp_delta) + _varint(offset_delta) + _nullable(key) + _nullable(value)
-            + _varint(0))
-    return _varint(len(body)) + body
+    body = (b"\x00" + varint(timestamp_delta) + varint(offset_delta) + _nullable(key) + _nullable(value)
+            + varint(0))
+    return varint(len(body)) + body
 
 
 def build_batch(records: Sequence[tuple[bytes | None, bytes | None]], timestamp_ms: int = NO_TIMESTAMP,

@@ -21,9 +21,9 @@ import struct
 import zlib
 from collections.abc import Iterator
 
-from brokerd.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 from brokerd.records import batch as rb
 from brokerd.records.builder import build_batch
+from brokerd.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 
 MAGIC_OFFSET = 16
 """Where a message's magic byte is; a v2 batch's magic sits at the same offset."""

@@ -6,7 +6,9 @@ its latest local epoch and truncates to where that epoch ends on the leader (KIP
 while the leader does not know our epoch), so the replicas never diverge. Then it is **fetching**:
 replica Fetch v11 (`replica_id` = this broker) at its log end offset, appending the returned batches
 verbatim (`Partition.append_as_follower`; the response is parsed by hand so records stay a slice of
-the received frame and are never decoded). The leader learns our LEO from the offset we fetch at.
+the received frame and are never decoded). The leader learns our LEO from the offset we fetch at. Requests
+go over one `brokerd.client.BrokerClient` (framing, correlation ids, timeouts); the Fetch response is laid
+out by `brokerd.protocol.fetch_response`.
 
 Errors: a fenced/unknown leader epoch or NOT_LEADER_OR_FOLLOWER parks the partition for
 `replica.fetch.backoff.ms` (the metadata will move it to the right fetcher); OFFSET_OUT_OF_RANGE
@@ -18,7 +20,6 @@ import asyncio
 import contextlib
 import datetime
 import logging
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,22 +31,22 @@ from kio.schema.offset_for_leader_epoch.v3.request import (
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
-from kio.schema.types import BrokerId, TopicName
+from kio.schema.types import BrokerId as KioBrokerId
+from kio.schema.types import TopicName
 from kio.static.primitive import i8, i32, i64
 
+from brokerd.client import TRANSPORT_ERRORS, BrokerClient
 from brokerd.errors import BrokerError
 from brokerd.metadata.image import BrokerEndpoint
-from brokerd.partition.partition import Partition
 from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.fetch_response import decode_fetch_response
-from brokerd.protocol.messages import MalformedRequestError, decode_response, encode_request
 from brokerd.records.batch import whole_batches_length
 from brokerd.replication.config import ReplicationConfig
+from brokerd.replication.partition import Partition
+from brokerd.types import BrokerId, LeaderEpoch, TopicPartition
 
 log = logging.getLogger(__name__)
 
-_SIZE = struct.Struct(">i")
-_CORRELATION = struct.Struct(">i")
 _RETRIABLE = {ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch, ErrorCode.unknown_leader_epoch,
               ErrorCode.unknown_topic_or_partition, ErrorCode.kafka_storage_error, ErrorCode.leader_not_available}
 UNDEFINED = -1
@@ -55,25 +56,22 @@ EARLIEST_TIMESTAMP = -2
 @dataclass(slots=True)
 class FetchState:
     partition: Partition
-    leader_epoch: int
+    leader_epoch: LeaderEpoch
     truncating: bool = True
     delayed_until: float = 0.0
 
 
 class ReplicaFetcher:
-    def __init__(self, source: BrokerEndpoint, node_id: int, config: ReplicationConfig,
+    def __init__(self, source: BrokerEndpoint, node_id: BrokerId, config: ReplicationConfig,
                  on_fetched: Callable[[Partition], None] | None = None) -> None:
         self.source = source
         self.node_id = node_id
         self.config = config
         self._on_fetched = on_fetched
-        self._states: dict[tuple[str, int], FetchState] = {}
+        self._states: dict[TopicPartition, FetchState] = {}
         self._changed = asyncio.Event()
         self._task: asyncio.Task | None = None
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._correlation_id = 0
-        self._client_id = f"strom-replica-fetcher-{node_id}"
+        self._client = BrokerClient(source.host, source.port, f"strom-replica-fetcher-{node_id}")
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(broker {self.source.node_id} at {self.source.host}:{self.source.port})"
@@ -84,11 +82,11 @@ class ReplicaFetcher:
         self._states[partition.key] = FetchState(partition, partition.leader_epoch)
         self._changed.set()
 
-    def remove(self, key: tuple[str, int]) -> None:
+    def remove(self, key: TopicPartition) -> None:
         if self._states.pop(key, None) is not None:
             self._changed.set()
 
-    def __contains__(self, key: tuple[str, int]) -> bool:
+    def __contains__(self, key: TopicPartition) -> bool:
         return key in self._states
 
     def __len__(self) -> int:
@@ -103,7 +101,7 @@ class ReplicaFetcher:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
-        self._close()
+        self._client.close()
 
     # --- loop ------------------------------------------------------------------------------------------
 
@@ -115,14 +113,13 @@ class ReplicaFetcher:
                 await self._changed.wait()
                 continue
             try:
-                await self._connect()
                 if await self._truncate():
                     continue
                 await self._fetch()
                 backoff = self.config.replica_fetch_backoff_ms / 1000
-            except (OSError, EOFError, asyncio.IncompleteReadError, MalformedRequestError, TimeoutError) as exc:
+            except TRANSPORT_ERRORS as exc:
                 log.info("%s: %s; retrying in %.0f ms", self, exc or type(exc).__name__, backoff * 1000)
-                self._close()
+                self._client.close()  # a response that did not parse leaves the connection out of step too
                 await self._wait_changed(backoff)
                 backoff = min(backoff * 2, 1.0)
 
@@ -132,34 +129,8 @@ class ReplicaFetcher:
             async with asyncio.timeout(timeout_s):
                 await self._changed.wait()
 
-    async def _connect(self) -> None:
-        if self._writer is not None:
-            return
-        async with asyncio.timeout(self.config.socket_timeout_ms / 1000):
-            self._reader, self._writer = await asyncio.open_connection(self.source.host, self.source.port)
-
-    def _close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-        self._reader = self._writer = None
-
-    async def _round_trip(self, api_key: int, version: int, request: object, timeout_s: float) -> bytes:
-        assert self._reader is not None and self._writer is not None
-        self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
-        correlation_id = self._correlation_id
-        self._writer.write(encode_request(api_key, version, correlation_id, self._client_id, request))
-        try:
-            async with asyncio.timeout(timeout_s):
-                await self._writer.drain()
-                (size,) = _SIZE.unpack(await self._reader.readexactly(4))
-                frame = await self._reader.readexactly(size)
-        except BaseException:
-            self._close()  # a half-read response would desynchronise the connection
-            raise
-        (answered,) = _CORRELATION.unpack_from(frame, 0)
-        if answered != correlation_id:
-            raise MalformedRequestError(f"correlation id {answered}, expected {correlation_id}")
-        return frame
+    def _request_timeout_s(self, wait_ms: int = 0) -> float:
+        return (wait_ms + self.config.socket_timeout_ms) / 1000
 
     def _delay(self, state: FetchState) -> None:
         state.delayed_until = asyncio.get_running_loop().time() + self.config.replica_fetch_backoff_ms / 1000
@@ -172,7 +143,7 @@ class ReplicaFetcher:
         pending = {key: s for key, s in self._states.items() if s.truncating and s.delayed_until <= now}
         if not pending:
             return False
-        asked: dict[tuple[str, int], tuple[FetchState, int]] = {}
+        asked: dict[TopicPartition, tuple[FetchState, LeaderEpoch]] = {}
         by_topic: dict[str, list[OffsetForLeaderPartition]] = {}
         for key, state in pending.items():
             epoch = state.partition.latest_epoch
@@ -180,18 +151,16 @@ class ReplicaFetcher:
                 state.truncating = False  # nothing of ours carries an epoch: fetch from our LEO
                 continue
             asked[key] = (state, epoch)
-            by_topic.setdefault(key[0], []).append(OffsetForLeaderPartition(
-                partition=i32(key[1]), current_leader_epoch=i32(state.leader_epoch), leader_epoch=i32(epoch)))
+            by_topic.setdefault(key.topic, []).append(OffsetForLeaderPartition(
+                partition=i32(key.partition), current_leader_epoch=i32(state.leader_epoch), leader_epoch=i32(epoch)))
         if not asked:
             return True
-        request = OffsetForLeaderEpochRequest(replica_id=BrokerId(self.node_id), topics=tuple(
+        request = OffsetForLeaderEpochRequest(replica_id=KioBrokerId(self.node_id), topics=tuple(
             OffsetForLeaderTopic(topic=TopicName(t), partitions=tuple(ps)) for t, ps in by_topic.items()))
-        frame = await self._round_trip(ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, request,
-                                       self.config.socket_timeout_ms / 1000)
-        _, response = decode_response(ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, frame)
+        response = await self._client.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, request, self._request_timeout_s())
         for topic in response.topics:  # type: ignore[attr-defined]
             for result in topic.partitions:
-                key = (topic.topic, int(result.partition))
+                key = TopicPartition(topic.topic, int(result.partition))
                 sent = asked.get(key)
                 if sent is None or self._states.get(key) is not sent[0]:
                     continue
@@ -229,24 +198,24 @@ class ReplicaFetcher:
             waits = [s.delayed_until - now for s in self._states.values() if s.delayed_until > now]
             await self._wait_changed(min(waits) if waits else None)
             return
-        sent: dict[tuple[str, int], tuple[FetchState, int]] = {}
+        sent: dict[TopicPartition, tuple[FetchState, int]] = {}
         by_topic: dict[str, list[FetchPartition]] = {}
         for key, state in ready.items():
             partition = state.partition
             offset = partition.log_end_offset
             sent[key] = (state, offset)
-            by_topic.setdefault(key[0], []).append(FetchPartition(
-                partition=i32(key[1]), current_leader_epoch=i32(state.leader_epoch), fetch_offset=i64(offset),
+            by_topic.setdefault(key.topic, []).append(FetchPartition(
+                partition=i32(key.partition), current_leader_epoch=i32(state.leader_epoch), fetch_offset=i64(offset),
                 log_start_offset=i64(partition.log_start_offset),
                 partition_max_bytes=i32(self.config.replica_fetch_max_bytes)))
         wait_ms = self.config.replica_fetch_wait_max_ms
         request = FetchRequest(
-            replica_id=BrokerId(self.node_id), max_wait=datetime.timedelta(milliseconds=wait_ms), min_bytes=i32(1),
+            replica_id=KioBrokerId(self.node_id), max_wait=datetime.timedelta(milliseconds=wait_ms), min_bytes=i32(1),
             max_bytes=i32(self.config.replica_fetch_response_max_bytes), isolation_level=i8(0),
             session_id=i32(0), session_epoch=i32(-1),
             topics=tuple(FetchTopic(topic=TopicName(t), partitions=tuple(ps)) for t, ps in by_topic.items()),
             forgotten_topics_data=(), rack_id="")
-        frame = await self._round_trip(ApiKey.FETCH, 11, request, (wait_ms + self.config.socket_timeout_ms) / 1000)
+        frame = await self._client.request_frame(ApiKey.FETCH, 11, request, self._request_timeout_s(wait_ms))
         body = decode_fetch_response(memoryview(frame))
         for fetched in body.partitions:
             key = (fetched.topic, fetched.partition)
@@ -281,11 +250,10 @@ class ReplicaFetcher:
         """Our LEO is outside the leader's log: restart at its log start if we are below it, otherwise
         re-run the epoch truncation (we are ahead of it)."""
         partition = state.partition
-        request = ListOffsetsRequest(replica_id=BrokerId(self.node_id), isolation_level=i8(0), topics=(
+        request = ListOffsetsRequest(replica_id=KioBrokerId(self.node_id), isolation_level=i8(0), topics=(
             ListOffsetsTopic(name=TopicName(partition.topic), partitions=(
                 ListOffsetsPartition(partition_index=i32(partition.index), timestamp=i64(EARLIEST_TIMESTAMP)),)),))
-        frame = await self._round_trip(ApiKey.LIST_OFFSETS, 2, request, self.config.socket_timeout_ms / 1000)
-        _, response = decode_response(ApiKey.LIST_OFFSETS, 2, frame)
+        response = await self._client.request(ApiKey.LIST_OFFSETS, 2, request, self._request_timeout_s())
         result = response.topics[0].partitions[0]  # type: ignore[attr-defined]
         if self._states.get(partition.key) is not state:
             return

@@ -1,7 +1,7 @@
 """ISR changes proposed by a partition's leader to the control plane (Kafka's AlterPartition), one in
 flight per partition, conditional on the leader and partition epochs.
 
-While a proposal is in flight the partition counts its "maximal ISR" (see `brokerd.partition.partition`).
+While a proposal is in flight the partition counts its "maximal ISR" (see `brokerd.replication.partition`).
 On success the committed state is adopted; if the control plane refuses (a stale partition epoch, a
 fenced leader epoch, a replica not running) the proposal is dropped and the metadata re-read, and the
 next ISR check proposes again from the fresh state. Event loop only.
@@ -13,7 +13,7 @@ import logging
 
 from brokerd.metadata.errors import MetadataError
 from brokerd.metadata.store import MetadataStore
-from brokerd.partition.partition import Partition
+from brokerd.replication.partition import Partition
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""`ReplicaManager`: every partition replica on this broker, kept in the role the metadata image gives it.
+"""`ReplicaManager`: every partition replica on this broker, kept in the role the metadata image gives it,
+and the one entry point for appends (Kafka's `ReplicaManager`).
 
 On every image (and at start) each partition this broker is a replica of gets a `Partition` (its log is
 opened or created) and becomes leader or follower at the image's leader epoch: a new leader stops
@@ -8,50 +9,66 @@ broker (truncating first). Topics that leave the image lose their logs. ISR heal
 controller fenced, are proposed out; followers that caught up are proposed in as soon as their fetch
 shows it (`isr.IsrManager`).
 
-Handlers use `get` (the led partition, or NOT_LEADER_OR_FOLLOWER), `record_follower_fetch` (replica
-Fetch), `wait_for_acks` (acks=all through `purgatory.DelayedProduce`) and `waiters` (fetch long polls).
-Event loop only.
+What callers use (handlers, the group coordinator):
+- `append_records` / `append`: an append with its acks semantics (Kafka's `appendRecords`), see there;
+- `leader_partition` (the led `Partition`, or NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION) for
+  reads, `replica` for any role;
+- `record_follower_fetch` (replica Fetch) and `wait_for_appends` (fetch long polls).
+
+Seams for later work: the role changes (`_apply`, `_become_leader`, `_become_follower`) are where
+reassignment adds and removes replicas; the fetchers (`fetcher.ReplicaFetcher`, one per source broker) are
+where replication throttles go; `_wait_for_replication` and `purgatory.ProducePurgatory` are the acks=all
+latency path. Event loop only.
 """
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from brokerd.clock import Clock, SystemClock
-from brokerd.errors import UnknownTopicOrPartitionError
-from brokerd.metadata.image import BrokerEndpoint, ClusterImage
+from brokerd.counters import BrokerTopicMetrics
+from brokerd.errors import BrokerError
+from brokerd.metadata.image import BrokerEndpoint, ClusterImage, PartitionAssignment
 from brokerd.metadata.store import MetadataStore
-from brokerd.metrics.counters import BrokerTopicMetrics
-from brokerd.partition.errors import NotLeaderOrFollowerError
-from brokerd.partition.partition import AppendResult, Partition
-from brokerd.partition.waiters import AppendWaiters
 from brokerd.replication.config import ReplicationConfig
+from brokerd.replication.errors import (
+    NotEnoughReplicasAfterAppendError,
+    NotLeaderOrFollowerError,
+    RequestTimedOutError,
+    UnknownTopicOrPartitionError,
+)
 from brokerd.replication.fetcher import ReplicaFetcher
 from brokerd.replication.isr import IsrManager
-from brokerd.replication.purgatory import DelayedProduce
+from brokerd.replication.partition import AppendResult, Partition
+from brokerd.replication.purgatory import FetchPurgatory, ProducePurgatory
 from brokerd.storage import LogManager
 from brokerd.storage.log_dir import LogDirectory
+from brokerd.types import BrokerId, LeaderEpoch, Offset, TopicPartition
 from kafkaspec import topic_config
 
 log = logging.getLogger(__name__)
 
 ISR_CHECK_INTERVAL_MS = 250
-TopicPartition = tuple[str, int]
+ACKS_ALL = -1
+
+AppendOutcome = AppendResult | BrokerError
+"""Per entry of `append_records`: where the batch landed, or the error (carrying its Kafka error) that
+answers it."""
 
 
 @dataclass(frozen=True, slots=True)
-class PendingAck:
-    """An acks=all append waiting for the high watermark to pass `result.last_offset`."""
+class _AwaitingReplication:
+    """An acks=all append (entry `position` of its request) waiting for the high watermark."""
 
+    position: int
     partition: Partition
-    result: AppendResult
     min_insync_replicas: int
 
 
 class ReplicaManager:
-    def __init__(self, log_manager: LogManager, metadata: MetadataStore, node_id: int,
+    def __init__(self, log_manager: LogManager, metadata: MetadataStore, node_id: BrokerId,
                  config: ReplicationConfig | None = None, clock: Clock | None = None,
                  broker_properties: Mapping[str, str] | None = None, metrics_enabled: bool = True) -> None:
         self._log_manager = log_manager
@@ -61,15 +78,15 @@ class ReplicaManager:
         self._clock = clock or SystemClock()
         self._partitions: dict[TopicPartition, Partition] = {}
         self._topic_ids: dict[str, str] = {}
-        self._fetchers: dict[int, ReplicaFetcher] = {}
-        self._fenced: frozenset[int] = frozenset()
+        self._fetchers: dict[BrokerId, ReplicaFetcher] = {}
+        self._fenced: frozenset[BrokerId] = frozenset()
         self._min_isr: dict[str, int] = {}
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._defaults = topic_config.broker_defaults(broker_properties or {})
         self.topic_metrics = BrokerTopicMetrics(enabled=metrics_enabled)
         """Per-topic byte/message/request counters; each Partition bumps its topic's."""
-        self.waiters = AppendWaiters()
-        self.purgatory = DelayedProduce()
+        self.fetch_purgatory = FetchPurgatory()
+        self.produce_purgatory = ProducePurgatory()
         self.isr = IsrManager(metadata)
         self._isr_task: asyncio.Task | None = None
         self._started = False
@@ -97,11 +114,11 @@ class ReplicaManager:
         self._fetchers.clear()
         await self.isr.stop()
         for key in list(self._partitions):
-            self.purgatory.abort(key)
+            self.produce_purgatory.abort(key)
 
     # --- lookups ---------------------------------------------------------------------------------------
 
-    def get(self, topic: str, index: int) -> Partition:
+    def leader_partition(self, topic: str, index: int) -> Partition:
         """The partition if this broker leads it; raises UnknownTopicOrPartitionError or
         NotLeaderOrFollowerError."""
         partition = self._partitions.get((topic, index))
@@ -111,10 +128,12 @@ class ReplicaManager:
             raise UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
         raise NotLeaderOrFollowerError(f"broker {self.node_id} does not lead {topic}-{index}")
 
-    def get_replica(self, topic: str, index: int) -> Partition | None:
+    def replica(self, topic: str, index: int) -> Partition | None:
+        """This broker's replica of the partition, in whatever role; None if it holds none."""
         return self._partitions.get((topic, index))
 
     def partitions(self) -> list[Partition]:
+        """Every replica on this broker."""
         return list(self._partitions.values())
 
     def log_dirs(self) -> list[LogDirectory]:
@@ -132,47 +151,101 @@ class ReplicaManager:
     # --- PartitionListener -----------------------------------------------------------------------------
 
     def on_append(self, partition: Partition) -> None:
-        self.waiters.notify(partition.key)
+        self.fetch_purgatory.notify(partition.key)
 
     def on_high_watermark(self, partition: Partition) -> None:
-        self.waiters.notify(partition.key)
-        self.purgatory.complete(partition.key, partition.high_watermark)
+        self.fetch_purgatory.notify(partition.key)
+        self.produce_purgatory.complete(partition.key, partition.high_watermark)
+
+    # --- appends ---------------------------------------------------------------------------------------
+
+    async def append_records(self, entries: Sequence[tuple[str, int, bytes | bytearray]], required_acks: int,
+                             timeout_ms: int, leader_epoch: LeaderEpoch | None = None) -> list[AppendOutcome]:
+        """Append one producer batch per (topic, partition, batch) entry as leader, with Kafka's acks
+        semantics; one outcome per entry, in order. Never raises for an entry: its error is its outcome.
+
+        Per entry: the partition must be led here (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER; at
+        `leader_epoch` when one is given, as the group coordinator writes within one leadership), the batch
+        header is read and checked once (`Partition.append_as_leader`: INVALID_RECORD, CORRUPT_MESSAGE, ...),
+        acks=all needs an ISR of at least `min.insync.replicas` (NOT_ENOUGH_REPLICAS, nothing appended), a
+        retried idempotent batch gets its original offsets (OUT_OF_ORDER_SEQUENCE_NUMBER,
+        INVALID_PRODUCER_EPOCH when it is no retry and out of order), then storage appends it.
+        acks 0 and 1 return after the local append. acks=all (-1) then waits, all entries within one
+        `timeout_ms`, until the high watermark passes each batch: NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR
+        shrank below the minimum meanwhile, REQUEST_TIMED_OUT at the deadline, NOT_LEADER_OR_FOLLOWER if
+        leadership moved (the batch may be lost then).
+        """
+        outcomes: list[AppendOutcome] = []
+        awaiting: list[_AwaitingReplication] = []
+        for topic, index, records in entries:
+            try:
+                partition = self.leader_partition(topic, index)
+                if leader_epoch is not None and partition.leader_epoch != leader_epoch:
+                    raise NotLeaderOrFollowerError(f"{topic}-{index} is led at epoch {partition.leader_epoch}, "
+                                                   f"not {leader_epoch}")
+                min_isr = self._min_isr.get(topic, 1)
+                outcomes.append(partition.append_as_leader(records, required_acks, min_isr))
+                if required_acks == ACKS_ALL:
+                    awaiting.append(_AwaitingReplication(len(outcomes) - 1, partition, min_isr))
+            except BrokerError as exc:
+                outcomes.append(exc)
+            except Exception as exc:  # noqa: BLE001 - a bug answers this entry alone
+                log.exception("append to %s-%d failed", topic, index)
+                outcomes.append(BrokerError(f"append failed: {exc!r}"))
+        if awaiting:
+            await self._wait_for_replication(outcomes, awaiting, timeout_ms)
+        return outcomes
+
+    async def append(self, topic: str, index: int, records: bytes | bytearray, required_acks: int, timeout_ms: int,
+                     leader_epoch: LeaderEpoch | None = None) -> AppendResult:
+        """`append_records` for one batch: its result, or its error raised."""
+        [outcome] = await self.append_records(((topic, index, records),), required_acks, timeout_ms, leader_epoch)
+        if isinstance(outcome, BrokerError):
+            raise outcome
+        return outcome
+
+    async def _wait_for_replication(self, outcomes: list[AppendOutcome], awaiting: list[_AwaitingReplication],
+                                    timeout_ms: int) -> None:
+        """acks=all: park each appended entry in the produce purgatory until the HW passes its last offset;
+        replace its outcome with the error when it does not get there (see `append_records`)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_ms, 0) / 1000
+        for entry in awaiting:
+            partition = entry.partition
+            result = outcomes[entry.position]
+            assert isinstance(result, AppendResult)
+            while True:
+                if not partition.is_leader or partition.leader_epoch != result.leader_epoch:
+                    outcomes[entry.position] = NotLeaderOrFollowerError(
+                        f"{partition.key} changed leadership before offset {result.last_offset} was replicated")
+                    break
+                if partition.high_watermark > result.last_offset:
+                    if len(partition.isr) < entry.min_insync_replicas:
+                        outcomes[entry.position] = NotEnoughReplicasAfterAppendError(
+                            f"{partition.key}: ISR {list(partition.isr)} shrank below "
+                            f"min.insync.replicas={entry.min_insync_replicas}")
+                    break
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    outcomes[entry.position] = RequestTimedOutError(
+                        f"{partition.key}: offset {result.last_offset} not replicated within {timeout_ms} ms")
+                    break
+                future = self.produce_purgatory.watch(partition.key, result.last_offset + 1)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(remaining):
+                        await future
+
+    async def wait_for_appends(self, keys: Iterable[TopicPartition], timeout_s: float) -> bool:
+        """A fetch long poll: until an append to one of `keys` (True) or `timeout_s` (False)."""
+        return await self.fetch_purgatory.wait(keys, timeout_s)
 
     # --- leader side of replication --------------------------------------------------------------------
 
-    def record_follower_fetch(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
+    def record_follower_fetch(self, partition: Partition, replica_id: BrokerId, fetch_offset: Offset) -> None:
         """A replica Fetch from `replica_id` at `fetch_offset` (its LEO): may move the HW or expand the ISR."""
         partition.update_follower_fetch(replica_id, fetch_offset, self._clock.monotonic_ms())
         if partition.isr_expansion_candidate(replica_id, self._fenced):
             self.isr.propose(partition, partition.isr + (replica_id,))
-
-    async def wait_for_acks(self, pending: list[PendingAck], timeout_ms: int) -> list[str | None]:
-        """acks=all: per entry, None once the HW passed its last offset with the ISR at least
-        min.insync.replicas, else the Kafka error name (NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        NOT_LEADER_OR_FOLLOWER when leadership moved, REQUEST_TIMED_OUT at the deadline)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(timeout_ms, 0) / 1000
-        outcomes: list[str | None] = []
-        for entry in pending:
-            partition, result = entry.partition, entry.result
-            while True:
-                if not partition.is_leader or partition.leader_epoch != result.leader_epoch:
-                    outcome: str | None = "NOT_LEADER_OR_FOLLOWER"
-                    break
-                if partition.high_watermark > result.last_offset:
-                    outcome = ("NOT_ENOUGH_REPLICAS_AFTER_APPEND"
-                               if len(partition.isr) < entry.min_insync_replicas else None)
-                    break
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    outcome = "REQUEST_TIMED_OUT"
-                    break
-                future = self.purgatory.watch(partition.key, result.last_offset + 1)
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(remaining):
-                        await future
-            outcomes.append(outcome)
-        return outcomes
 
     async def _isr_loop(self) -> None:
         while True:
@@ -203,8 +276,8 @@ class ReplicaManager:
     def _apply(self, image: ClusterImage) -> None:
         self._fenced = frozenset(b.node_id for b in image.brokers if b.fenced)
         for key in list(self._partitions):
-            topic = image.topics.get(key[0])
-            if topic is None or topic.topic_id != self._topic_ids.get(key[0]):
+            topic = image.topics.get(key.topic)
+            if topic is None or topic.topic_id != self._topic_ids.get(key.topic):
                 self._drop(key, delete_log=True)
         for name, topic in image.topics.items():
             if name in self._topic_configs and self._topic_configs[name] != dict(topic.configs):
@@ -216,7 +289,7 @@ class ReplicaManager:
             except (topic_config.InvalidConfigError, ValueError, KeyError):
                 self._min_isr[name] = 1
             for assignment in topic.partitions:
-                key = (name, assignment.partition)
+                key = TopicPartition(name, assignment.partition)
                 if self.node_id not in assignment.replicas:  # moved away: stop, keep the data
                     if key in self._partitions:
                         self._drop(key, delete_log=False)
@@ -240,7 +313,7 @@ class ReplicaManager:
         for listener in self._role_listeners:
             listener()
 
-    def _become_leader(self, partition: Partition, assignment) -> None:
+    def _become_leader(self, partition: Partition, assignment: PartitionAssignment) -> None:
         was_leader, old_epoch = partition.is_leader, partition.leader_epoch
         self._remove_from_fetchers(partition.key)
         if partition.make_leader(assignment, self._clock.monotonic_ms()):
@@ -248,14 +321,15 @@ class ReplicaManager:
                      partition.leader_epoch, list(partition.isr), partition.log_end_offset,
                      partition.high_watermark)
             if was_leader and old_epoch != partition.leader_epoch:
-                self.purgatory.abort(partition.key)
+                self.produce_purgatory.abort(partition.key)
 
-    def _become_follower(self, partition: Partition, assignment, leader: BrokerEndpoint | None) -> None:
+    def _become_follower(self, partition: Partition, assignment: PartitionAssignment,
+                         leader: BrokerEndpoint | None) -> None:
         was_leader = partition.is_leader
         changed = partition.make_follower(assignment)
         if was_leader:
-            self.purgatory.abort(partition.key)
-            self.waiters.notify(partition.key)
+            self.produce_purgatory.abort(partition.key)
+            self.fetch_purgatory.notify(partition.key)
         fetcher = self._fetchers.get(leader.node_id) if leader is not None else None
         if fetcher is not None and leader is not None and (fetcher.source.host, fetcher.source.port) != (
                 leader.host, leader.port):
@@ -291,10 +365,7 @@ class ReplicaManager:
     def _drop(self, key: TopicPartition, delete_log: bool) -> None:
         self._partitions.pop(key, None)
         self._remove_from_fetchers(key)
-        self.purgatory.abort(key)
-        self.waiters.notify(key)
+        self.produce_purgatory.abort(key)
+        self.fetch_purgatory.notify(key)
         if delete_log:
             self._log_manager.delete_log(*key)
-
-    def fenced_brokers(self) -> Iterable[int]:
-        return self._fenced

@@ -18,13 +18,13 @@ import socket
 
 from brokerd.clock import SystemClock
 from brokerd.config import BrokerConfig, Listener
+from brokerd.counters import RequestMetrics
 from brokerd.groups.manager import GroupManager
 from brokerd.metadata.cluster import ClusterMetadataStore, ClusterSettings
 from brokerd.metadata.image import BrokerEndpoint
 from brokerd.metadata.standalone import FILE_NAME, StandaloneMetadataStore
 from brokerd.metadata.store import MetadataStore
 from brokerd.metadata.validation import TopicDefaults
-from brokerd.metrics.counters import RequestMetrics
 from brokerd.metrics.prometheus import MetricsHttpServer, registry_for
 from brokerd.metrics.publisher import MetricsPublisher
 from brokerd.metrics.sample import Sampler

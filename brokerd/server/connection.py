@@ -13,8 +13,8 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
-from brokerd.protocol.framing import FrameDecoder, InvalidFrameError
-from brokerd.protocol.messages import MalformedRequestError
+from brokerd.protocol.errors import InvalidFrameError, MalformedRequestError
+from brokerd.protocol.framing import FrameDecoder
 from brokerd.server.dispatcher import Dispatcher
 from brokerd.server.response import Chunk
 

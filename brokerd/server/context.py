@@ -3,10 +3,10 @@
 from dataclasses import dataclass, field
 
 from brokerd.config import BrokerConfig
+from brokerd.counters import RequestMetrics
 from brokerd.groups.manager import GroupManager
 from brokerd.metadata.image import BrokerEndpoint
 from brokerd.metadata.store import AdminOrigin, MetadataStore
-from brokerd.metrics.counters import RequestMetrics
 from brokerd.protocol.messages import RequestHeader
 from brokerd.protocol.responses import MessageSchema
 from brokerd.replication.replica_manager import ReplicaManager
@@ -16,8 +16,8 @@ from brokerd.replication.replica_manager import ReplicaManager
 class BrokerServices:
     config: BrokerConfig
     metadata: MetadataStore
-    partitions: ReplicaManager
-    """Every replica on this broker; `get` returns the ones it leads."""
+    replicas: ReplicaManager
+    """Every replica on this broker, and the append call (`append_records`)."""
     endpoint: BrokerEndpoint
     """This broker as clients should reach it (first advertised listener)."""
     groups: GroupManager

@@ -19,13 +19,8 @@ from kio.schema.errors import ErrorCode
 from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.api_versions import SUPPORTED_APIS, advertised_api_versions
 from brokerd.protocol.error_response import build_error_response, has_top_level_error
-from brokerd.protocol.messages import (
-    MalformedRequestError,
-    frame_response,
-    message_codec,
-    parse_request_header,
-    peek_api,
-)
+from brokerd.protocol.errors import MalformedRequestError
+from brokerd.protocol.messages import frame_response, message_codec, parse_request_header, peek_api
 from brokerd.protocol.responses import response_schema
 from brokerd.server.context import BrokerServices, RequestContext
 from brokerd.server.response import NO_RESPONSE, Chunk, RawResponse

@@ -20,7 +20,7 @@ from array import array
 from bisect import bisect_right
 from pathlib import Path
 
-from brokerd.errors import CorruptIndexError
+from brokerd.storage.errors import CorruptIndexError
 
 
 class FixedWidthIndex:

@@ -7,7 +7,7 @@ Glossary (used everywhere in storage):
 - `log_end_offset` (LEO): the offset the next appended record gets.
 - `recovery_point`: every offset below it is fsynced; after an unclean shutdown only the segments from
   the recovery point on are re-validated.
-- `high_watermark`: set by the replication layer (`brokerd.partition`), which owns it; storage only keeps
+- `high_watermark`: set by the replication layer (`brokerd.replication.partition`), which owns it; storage only keeps
   it so that the log manager can checkpoint it, and clamps it into the log when loading.
 - `leader_epoch`: the leader generation that wrote a batch (stored in each batch header and tracked by
   `leader_epoch_cache`).
@@ -32,10 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from brokerd.clock import Clock
-from brokerd.errors import InvalidRecordError, OffsetOutOfRangeError
 from brokerd.records import batch as rb
+from brokerd.records.errors import InvalidRecordError
 from brokerd.storage.checkpoints import fsync_dir
 from brokerd.storage.config import LONG_MAX, LogConfig
+from brokerd.storage.errors import OffsetOutOfRangeError
 from brokerd.storage.file_handles import FileHandleCache, SegmentFile
 from brokerd.storage.leader_epoch import FILE_NAME as LEADER_EPOCH_FILE
 from brokerd.storage.leader_epoch import LeaderEpochCache
@@ -220,7 +221,9 @@ class Log:
 
         Offsets and the leader epoch are written into the batch headers in place (`buf` is modified if
         it is writable; pass a bytearray to avoid a copy). LogAppendTime topics also get maxTimestamp
-        and the CRC rewritten. Raises a BrokerError (the log unchanged) if any batch is invalid.
+        and the CRC rewritten. Raises a BrokerError (the log unchanged) if any batch is invalid. The rules of
+        a producer's batch (counts, no control batch) are the caller's, checked once before the append
+        (`records.batch.read_produced_batch`).
         """
         with self.lock, self.log_dir.io_guard():
             now_ms = self._context.clock.now_ms()

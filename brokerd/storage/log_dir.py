@@ -11,7 +11,7 @@ Thread-safe: `online` is a plain flag, set once.
 import logging
 from pathlib import Path
 
-from brokerd.errors import KafkaStorageError
+from brokerd.storage.errors import KafkaStorageError
 
 logger = logging.getLogger(__name__)
 

@@ -31,10 +31,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from brokerd.clock import Clock, SystemClock
-from brokerd.errors import KafkaStorageError
-from brokerd.storage import checkpoints, partition_metadata
+from brokerd.storage import checkpoints, topic_id_file
 from brokerd.storage.cleaner import LogCleaner
 from brokerd.storage.config import LogConfig
+from brokerd.storage.errors import KafkaStorageError
 from brokerd.storage.file_handles import FileHandleCache
 from brokerd.storage.log import Log, LogContext, LogState
 from brokerd.storage.log_dir import LogDirectory
@@ -186,12 +186,12 @@ class LogManager:
         existing = self._logs.get((topic, partition))
         if existing is not None:
             with existing.log_dir.io_guard():
-                stored = partition_metadata.read(existing.dir)
+                stored = topic_id_file.read(existing.dir)
             if topic_id is None or stored == topic_id:
                 return existing
             if stored is None:
                 with existing.log_dir.io_guard():
-                    partition_metadata.write(existing.dir, topic_id)
+                    topic_id_file.write(existing.dir, topic_id)
                 return existing
             logger.warning("deleting the log of %s-%d: it belongs to an earlier topic of that name (id %s, now %s)",
                            topic, partition, stored, topic_id)
@@ -210,7 +210,7 @@ class LogManager:
                        LogState(clean_shutdown=True))
         with log_dir.io_guard():
             if topic_id is not None:
-                partition_metadata.write(directory, topic_id)
+                topic_id_file.write(directory, topic_id)
             checkpoints.fsync_dir(log_dir.path)
         with self._lock:
             self._logs[(topic, partition)] = log
@@ -262,7 +262,7 @@ class LogManager:
             return False
         try:
             with log.log_dir.io_guard():
-                stored = partition_metadata.read(log.dir)
+                stored = topic_id_file.read(log.dir)
         except KafkaStorageError:
             return True  # an unreadable dir is the I/O funnel's business, not a reason to delete
         return stored is None or stored == topic_id

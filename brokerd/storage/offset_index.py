@@ -10,7 +10,7 @@ See `index.FixedWidthIndex` for persistence and crash behaviour.
 import struct
 from bisect import bisect_left
 
-from brokerd.errors import CorruptIndexError
+from brokerd.storage.errors import CorruptIndexError
 from brokerd.storage.index import FixedWidthIndex, check_increasing
 
 

@@ -22,8 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from brokerd.errors import BrokerError, CorruptIndexError
+from brokerd.errors import BrokerError
 from brokerd.records import batch as rb
+from brokerd.storage.errors import CorruptIndexError
 from brokerd.storage.file_handles import FileHandleCache, SegmentFile
 from brokerd.storage.offset_index import OffsetIndex
 from brokerd.storage.time_index import TimeIndex

@@ -11,7 +11,7 @@ persistence and crash behaviour.
 import struct
 from bisect import bisect_left
 
-from brokerd.errors import CorruptIndexError
+from brokerd.storage.errors import CorruptIndexError
 from brokerd.storage.index import FixedWidthIndex, check_increasing
 
 

@@ -2,24 +2,21 @@
 
 Every append: the buffer must be whole v2 batches (framing), each with magic 2, a known codec, at least
 one record, a size within `max.message.bytes` and a correct CRC-32C; the whole append must fit in
-`segment.bytes`. Leader appends also need `recordCount == lastOffsetDelta + 1`, no control batches, and
-a base sequence for idempotent batches. Only when the topic requires it are records decoded: keys on
-compacted topics, CreateTime limits (`message.timestamp.before/after.max.ms`), and then the inner
+`segment.bytes`. The rules of a producer's batch (one batch, counts, no control batch, base sequence)
+were checked once before a leader append reaches the log (`records.batch.read_produced_batch`, called by
+`Partition.append_as_leader`). Only when the topic requires it are a leader append's records decoded:
+keys on compacted topics, CreateTime limits (`message.timestamp.before/after.max.ms`), and then the inner
 offset deltas are checked to be 0..n-1 as well. Pure functions: nothing here touches the log, so a
 rejected append leaves it unchanged.
 """
 
 from dataclasses import dataclass
 
-from brokerd.errors import (
-    BrokerError,
-    InvalidRecordError,
-    InvalidTimestampError,
-    MessageTooLargeError,
-    RecordListTooLargeError,
-)
+from brokerd.errors import BrokerError
 from brokerd.records import batch as rb
+from brokerd.records.errors import InvalidRecordError
 from brokerd.storage.config import LONG_MAX, LogConfig
+from brokerd.storage.errors import InvalidTimestampError, MessageTooLargeError, RecordListTooLargeError
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,22 +47,10 @@ def validate_append(buf: bytes | bytearray | memoryview, config: LogConfig, now_
             raise MessageTooLargeError(
                 f"batch of {header.size} bytes exceeds max.message.bytes={config.max_message_bytes}")
         rb.verify_crc(view, position, header)
-        if from_leader:
-            _check_leader_header(header)
-            if inspect_records:
-                _check_records(view[position : position + header.size], header, config, now_ms)
+        if inspect_records:
+            _check_records(view[position : position + header.size], header, config, now_ms)
         record_count += header.record_count
     return ValidatedAppend(view, batches, record_count)
-
-
-def _check_leader_header(header: rb.BatchHeader) -> None:
-    if header.record_count != header.last_offset_delta + 1:
-        raise InvalidRecordError(
-            f"record count {header.record_count} != last offset delta {header.last_offset_delta} + 1")
-    if header.is_control:
-        raise InvalidRecordError("clients may not write control batches")
-    if header.producer_id != rb.NO_PRODUCER_ID and header.base_sequence < 0:
-        raise InvalidRecordError("an idempotent batch needs a base sequence >= 0")
 
 
 def _check_records(batch: memoryview, header: rb.BatchHeader, config: LogConfig, now_ms: int) -> None:

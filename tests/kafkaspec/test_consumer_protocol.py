@@ -1,9 +1,22 @@
-"""Consumer-protocol assignments (kafkaspec.consumer_protocol) against kafka-python's own encoder."""
+"""Consumer-protocol subscriptions and assignments (kafkaspec.consumer_protocol) against kafka-python's own
+encoder."""
 
 import pytest
-from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
-from kafkaspec.consumer_protocol import AssignmentError, decode_assignment
+from kafkaspec.consumer_protocol import AssignmentError, decode_assignment, subscription_topics
+
+
+@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("topics", [[], ["orders"], ["orders", "ünïcode"]])
+def test_subscription_topics_of_what_kafka_python_encodes(topics, version):
+    encoded = ConsumerProtocolSubscription(version, topics, b"user-data").encode(version=version)
+    assert subscription_topics(encoded) == topics
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00\x00\x00", bytes.fromhex("0000 00000001 0005 74")])
+def test_a_subscription_that_does_not_parse_has_no_topics(data):
+    assert subscription_topics(data) is None
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])

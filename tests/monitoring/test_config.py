@@ -18,7 +18,7 @@ def test_burrow_keys_and_defaults():
         "__strom_lag_samples", 7 * 86_400_000, 3)
 
 
-@pytest.mark.parametrize(("settings", "message"), [
+@pytest.mark.parametrize(("values", "message"), [
     ({}, "bootstrap-servers"),
     ({"bootstrap-servers": "b", "intervals": 0}, "intervals must be at least 1"),
     ({"bootstrap-servers": "b", "offset-refresh": 0}, "offset-refresh must be positive"),
@@ -29,6 +29,6 @@ def test_burrow_keys_and_defaults():
     ({"bootstrap-servers": "b", "thresholds": [{"group": "g"}]}, "neither max-lag nor max-lag-seconds"),
     ({"bootstrap-servers": "b", "thresholds": [{"colour": "red"}]}, "bad threshold"),
 ])
-def test_refusals(settings, message):
+def test_refusals(values, message):  # not `settings`: that name is pytest-django's fixture
     with pytest.raises(ConfigError, match=message):
-        MonitorConfig.from_mapping(settings)
+        MonitorConfig.from_mapping(values)

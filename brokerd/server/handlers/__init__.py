@@ -29,7 +29,6 @@ from brokerd.server.handlers import (
     leave_group,
     list_groups,
     list_offsets,
-    metadata,
     not_yet_served,
     offset_commit,
     offset_delete,
@@ -37,11 +36,12 @@ from brokerd.server.handlers import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    topic_metadata,
 )
 
 HANDLERS: dict[int, Handler] = {
     ApiKey.API_VERSIONS: api_versions.handle,
-    ApiKey.METADATA: metadata.handle,
+    ApiKey.METADATA: topic_metadata.handle,
     ApiKey.PRODUCE: produce.handle,
     ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
     ApiKey.LIST_OFFSETS: list_offsets.handle,

@@ -1,14 +1,21 @@
 """Shared by the DescribeConfigs/AlterConfigs/IncrementalAlterConfigs handlers: resource types, config
-sources, and the effective configs of a topic or of this broker with where each value comes from."""
+sources, the effective configs of a topic or of this broker with where each value comes from, and the
+alteration loop both Alter handlers answer with."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from kio.schema.errors import ErrorCode
+
 from brokerd.config import BrokerConfig
+from brokerd.server.context import RequestContext
+from brokerd.server.handlers._errors import to_error
 from kafkaspec import topic_config
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+
+STATIC_BROKER_CONFIGS = "Only topic configs can be altered; broker configs are static"
 
 DYNAMIC_TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4
@@ -70,3 +77,24 @@ def broker_config_entries(config: BrokerConfig) -> list[ConfigEntry]:
         source = STATIC_BROKER_CONFIG if name in config.properties else DEFAULT_CONFIG
         entries.append(ConfigEntry(name, value, source, sensitive, ((name, value, source),)))
     return entries
+
+
+async def alter_topic_configs(context: RequestContext, resources: tuple, validate_only: bool,
+                              new_overrides: Callable[[object], dict[str, str]]) -> tuple:
+    """Replace each topic resource's overrides with `new_overrides(resource)` (`validate_only`: checked, not
+    applied), one AlterConfigsResourceResponse per resource. Broker configs are static: INVALID_REQUEST."""
+    responses = []
+    for resource in resources:
+        error, message = ErrorCode.none, None
+        try:
+            if resource.resource_type != TOPIC_RESOURCE:
+                error, message = ErrorCode.invalid_request, STATIC_BROKER_CONFIGS
+            else:
+                await context.services.metadata.set_topic_configs(resource.resource_name, new_overrides(resource),
+                                                                  validate_only=validate_only, origin=context.origin)
+        except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this resource
+            error, message = to_error(exc)
+        responses.append(context.response.AlterConfigsResourceResponse(
+            error_code=error, error_message=message, resource_type=resource.resource_type,
+            resource_name=resource.resource_name))
+    return tuple(responses)

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from brokerd.protocol.errors import error_code
+from brokerd.protocol.error_codes import error_code
 
 log = logging.getLogger("brokerd.server.handlers")
 Item = TypeVar("Item")

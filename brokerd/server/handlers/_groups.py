@@ -6,9 +6,9 @@ from collections.abc import Iterable
 
 from kio.schema.errors import ErrorCode
 
-from brokerd.groups.state import TopicPartition
 from brokerd.metadata.image import ClusterImage
 from brokerd.server.context import RequestContext
+from brokerd.types import TopicPartition
 
 
 def milliseconds(value: datetime.timedelta) -> int:

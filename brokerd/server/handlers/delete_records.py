@@ -5,19 +5,19 @@ import datetime
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i64
 
-from brokerd.errors import OffsetOutOfRangeError
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import answer_each
+from brokerd.storage.errors import OffsetOutOfRangeError
 
 HIGH_WATERMARK = -1
 
 
 async def handle(request, context: RequestContext) -> object:
     schema = context.response
-    partitions = context.services.partitions
+    replicas = context.services.replicas
 
     def delete(topic: str, requested) -> object:
-        partition = partitions.get(topic, requested.partition_index)
+        partition = replicas.leader_partition(topic, requested.partition_index)
         offset = partition.high_watermark if requested.offset == HIGH_WATERMARK else requested.offset
         if not 0 <= offset <= partition.high_watermark:
             raise OffsetOutOfRangeError(f"offset {offset} is outside [0, {partition.high_watermark}]")

@@ -6,7 +6,7 @@ import datetime
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32
 
-from brokerd.protocol.errors import error_code
+from brokerd.protocol.error_codes import error_code
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
 

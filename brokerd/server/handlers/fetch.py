@@ -68,7 +68,7 @@ def _resolve_topics(request, context: RequestContext) -> list[tuple[str | None, 
 def _read_all(request, context: RequestContext, topics: list[tuple[str | None, uuid.UUID, list]], first_pass: bool
               ) -> tuple[list[wire.TopicAnswer], int, bool]:
     """One pass over every requested partition: (answers, bytes found, any error)."""
-    partitions = context.services.partitions
+    replicas = context.services.replicas
     replica_id = _replica_id(request)
     from_follower = replica_id >= 0
     legacy_magic = legacy.magic_for_fetch(context.version) if context.version <= LEGACY_MAX_VERSION else None
@@ -84,10 +84,10 @@ def _read_all(request, context: RequestContext, topics: list[tuple[str | None, u
                 answer.partitions.append(wire.PartitionAnswer(requested.partition, ErrorCode.unknown_topic_id))
                 continue
             try:
-                partition = partitions.get(name, requested.partition)
+                partition = replicas.leader_partition(name, requested.partition)
                 partition.check_leader_epoch(getattr(requested, "current_leader_epoch", -1))
                 if from_follower and first_pass:
-                    partitions.record_follower_fetch(partition, replica_id, requested.fetch_offset)
+                    replicas.record_follower_fetch(partition, replica_id, requested.fetch_offset)
                 read = wire.PartitionAnswer(requested.partition, ErrorCode.none, partition.high_watermark,
                                             partition.high_watermark, partition.log_start_offset)
                 last_fetched_epoch = getattr(requested, "last_fetched_epoch", -1)
@@ -138,9 +138,9 @@ async def handle(request, context: RequestContext) -> RawResponse:
         first_pass = False
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or remaining <= 0 or not keys:
-            context.services.partitions.topic_metrics.record_fetch(
+            context.services.replicas.topic_metrics.record_fetch(
                 ((a.name, a.partitions) for a in answers), _replica_id(request) >= 0)
             chunks, size = wire.encode_fetch_response(context.version, answers,
                                                       node_endpoints=_node_endpoints(context, answers))
             return RawResponse(chunks, size)  # type: ignore[arg-type]
-        await context.services.partitions.waiters.wait(keys, remaining)
+        await context.services.replicas.wait_for_appends(keys, remaining)

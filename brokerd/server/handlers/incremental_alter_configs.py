@@ -4,12 +4,9 @@ applied to a topic's current overrides. Broker configs are static."""
 import datetime
 from collections.abc import Mapping
 
-from kio.schema.errors import ErrorCode
-
 from brokerd.metadata.errors import InvalidConfigError, UnknownTopicError
 from brokerd.server.context import RequestContext
-from brokerd.server.handlers._configs import TOPIC_RESOURCE
-from brokerd.server.handlers._errors import to_error
+from brokerd.server.handlers._configs import alter_topic_configs
 from kafkaspec import topic_config
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -48,25 +45,12 @@ def apply_operations(current: Mapping[str, str], operations: tuple, broker_prope
 
 async def handle(request, context: RequestContext) -> object:
     services = context.services
-    responses = []
-    for resource in request.resources:
-        error, message = ErrorCode.none, None
-        try:
-            if resource.resource_type != TOPIC_RESOURCE:
-                error, message = (ErrorCode.invalid_request,
-                                  "Only topic configs can be altered; broker configs are static")
-            else:
-                topic = services.metadata.image.topics.get(resource.resource_name)
-                if topic is None:
-                    raise UnknownTopicError(f"Topic {resource.resource_name} not found")
-                overrides = apply_operations(topic.configs, resource.configs, services.config.properties)
-                await services.metadata.set_topic_configs(resource.resource_name, overrides,
-                                                          validate_only=request.validate_only,
-                                                          origin=context.origin)
-        except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this resource
-            error, message = to_error(exc)
-        responses.append(context.response.AlterConfigsResourceResponse(error_code=error, error_message=message,
-                                                      resource_type=resource.resource_type,
-                                                      resource_name=resource.resource_name))
-    return context.response.IncrementalAlterConfigsResponse(throttle_time=datetime.timedelta(0),
-                                                            responses=tuple(responses))
+
+    def new_overrides(resource) -> dict[str, str]:
+        topic = services.metadata.image.topics.get(resource.resource_name)
+        if topic is None:
+            raise UnknownTopicError(f"Topic {resource.resource_name} not found")
+        return apply_operations(topic.configs, resource.configs, services.config.properties)
+
+    responses = await alter_topic_configs(context, request.resources, request.validate_only, new_overrides)
+    return context.response.IncrementalAlterConfigsResponse(throttle_time=datetime.timedelta(0), responses=responses)

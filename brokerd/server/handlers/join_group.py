@@ -13,7 +13,7 @@ import datetime
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32
 
-from brokerd.groups import coordinator
+from brokerd.groups import api
 from brokerd.groups.errors import GroupError, MemberIdRequiredError
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
@@ -30,7 +30,7 @@ async def handle(request, context: RequestContext) -> object:
     rebalance_timeout_ms = session_timeout_ms if rebalance_timeout is None else milliseconds(rebalance_timeout)
     try:
         result = await context.services.groups.coordinator_for(request.group_id).join_group(
-            coordinator.JoinGroupRequest(
+            api.JoinGroupRequest(
                 group_id=request.group_id, member_id=request.member_id,
                 group_instance_id=getattr(request, "group_instance_id", None),
                 client_id=context.header.client_id or "", client_host=client_host(context),

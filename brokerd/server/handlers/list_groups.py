@@ -7,7 +7,7 @@ import datetime
 
 from kio.schema.errors import ErrorCode
 
-from brokerd.protocol.errors import error_code
+from brokerd.protocol.error_codes import error_code
 from brokerd.server.context import RequestContext
 
 _NO_THROTTLE = datetime.timedelta(0)

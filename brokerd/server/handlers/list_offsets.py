@@ -39,12 +39,12 @@ def _offset_and_timestamp(partition, timestamp: int) -> tuple[int, int]:
 
 
 async def handle(request, context: RequestContext) -> object:
-    partitions = context.services.partitions
+    replicas = context.services.replicas
     schema = context.response
     legacy = context.version == 0
 
     def look_up(topic: str, requested) -> object:
-        partition = partitions.get(topic, requested.partition_index)
+        partition = replicas.leader_partition(topic, requested.partition_index)
         partition.check_leader_epoch(getattr(requested, "current_leader_epoch", -1))
         if legacy:
             offsets = partition.legacy_offsets_before(requested.timestamp, requested.max_num_offsets)

@@ -12,9 +12,9 @@ import datetime
 
 from kio.schema.errors import ErrorCode
 
-from brokerd.groups import coordinator
+from brokerd.groups import api
 from brokerd.groups.errors import GroupError
-from brokerd.protocol.errors import error_code
+from brokerd.protocol.error_codes import error_code
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
 from brokerd.server.handlers._groups import milliseconds, split_unknown
@@ -25,7 +25,7 @@ _NO_THROTTLE = datetime.timedelta(0)
 async def handle(request, context: RequestContext) -> object:
     codes, known = split_unknown(context.services.metadata.image, request.topics)
     requested = {(t.name, p.partition_index): p for t in request.topics for p in t.partitions}
-    offsets = {tp: coordinator.OffsetToCommit(requested[tp].committed_offset,
+    offsets = {tp: api.OffsetToCommit(requested[tp].committed_offset,
                                               requested[tp].committed_metadata or "",
                                               getattr(requested[tp], "committed_leader_epoch", -1))
                for tp in known}
@@ -33,7 +33,7 @@ async def handle(request, context: RequestContext) -> object:
     if offsets:
         try:
             results = await context.services.groups.coordinator_for(request.group_id).commit_offsets(
-                coordinator.OffsetCommitRequest(
+                api.OffsetCommitRequest(
                     group_id=request.group_id,
                     generation_id=getattr(request, "generation_id_or_member_epoch", -1),
                     member_id=getattr(request, "member_id", ""),

@@ -13,9 +13,9 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i64
 
 from brokerd.groups.errors import GroupError
-from brokerd.groups.state import TopicPartition
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
+from brokerd.types import TopicPartition
 from kafkaspec.consumer_offsets import OffsetCommitValue
 
 _NO_THROTTLE = datetime.timedelta(0)

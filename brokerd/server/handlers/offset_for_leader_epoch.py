@@ -16,11 +16,11 @@ from brokerd.server.handlers._errors import answer_each
 
 
 async def handle(request, context: RequestContext) -> object:
-    partitions = context.services.partitions
+    replicas = context.services.replicas
     schema = context.response
 
     def end_offset(topic: str, requested) -> object:
-        partition = partitions.get(topic, requested.partition)
+        partition = replicas.leader_partition(topic, requested.partition)
         partition.check_leader_epoch(getattr(requested, "current_leader_epoch", -1))
         epoch, offset = partition.end_offset_for_epoch(requested.leader_epoch)
         return schema.EpochEndOffset(error_code=ErrorCode.none, partition=requested.partition,

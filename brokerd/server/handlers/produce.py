@@ -1,12 +1,11 @@
 """Produce v0-v11: one batch per partition, appended as leader; acks 0 sends no response.
 
-Per batch, never per record: the partition layer reads the 61-byte header and storage checks the CRC;
-record bodies (compressed or not) are stored as received. acks=-1 (all) first checks the ISR against
-`min.insync.replicas` (NOT_ENOUGH_REPLICAS, nothing appended), appends, then waits in the replica
-manager's purgatory until the high watermark passes the batch (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the
-ISR shrank below the minimum meanwhile, REQUEST_TIMED_OUT after the request's `timeout`,
-NOT_LEADER_OR_FOLLOWER if leadership moved). With a one-replica ISR that is immediate. Internal topics
-(`__consumer_offsets`) are written by their coordinators only: clients get INVALID_TOPIC_EXCEPTION, as in Kafka.
+Per batch, never per record: the request's batches go to `ReplicaManager.append_records` in one call, which
+owns the whole append with its acks semantics (the 61-byte header checked once, the CRC by storage, record
+bodies stored as received; for acks=-1 (all) the min.insync.replicas check and the wait until the high
+watermark passes each batch, within the request's `timeout`) and answers each partition with its offsets or
+an error carrying its Kafka error. Internal topics (`__consumer_offsets`) are written by their coordinators
+only: clients get INVALID_TOPIC_EXCEPTION, as in Kafka.
 
 Per-version meaning (Kafka 3.9's `ProduceRequest.validateRecords` and `LogValidator`):
 
@@ -26,11 +25,10 @@ from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
 from kio.static.primitive import i32, i64
 
-from brokerd.errors import InvalidRecordError, UnsupportedCompressionTypeError
-from brokerd.protocol.errors import error_code
 from brokerd.records import batch as rb
 from brokerd.records import legacy
-from brokerd.replication.replica_manager import PendingAck
+from brokerd.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
+from brokerd.replication.partition import AppendResult
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
 from brokerd.server.response import NO_RESPONSE
@@ -44,9 +42,11 @@ LEGACY_MAX_VERSION = 2
 ZSTD_MIN_VERSION = 7
 
 
-def _records_for_append(records: bytes, version: int) -> bytes:
+def _records_for_append(records: bytes | None, version: int) -> bytes:
     """The v2 batch to append: a legacy message set up-converted (v0-v2; INVALID_RECORD on v3+, as Kafka); zstd
-    refused below v7."""
+    refused below v7; no records at all is CORRUPT_MESSAGE."""
+    if records is None:
+        raise CorruptRecordError("a partition entry without records")
     if legacy.is_message_set(records):
         if version > LEGACY_MAX_VERSION:
             raise InvalidRecordError(f"Produce v{version} carries record batches v2 (magic 2) only")
@@ -97,7 +97,6 @@ class _Answer:
 
 
 async def handle(request, context: RequestContext) -> object:
-    partitions = context.services.partitions
     version = context.version
     schema = context.response
     answer = _Answer(context)
@@ -108,7 +107,8 @@ async def handle(request, context: RequestContext) -> object:
     else:
         refusal = None
     responses: list[tuple[str, list[object]]] = []
-    pending: list[tuple[str, list[object], int, PendingAck]] = []
+    entries: list[tuple[str, int, bytes]] = []  # (topic, partition, batch) for the replica manager
+    answered_at: list[tuple[list[object], int]] = []  # per entry: its topic's results, the position of its answer
     for topic in request.topic_data:
         results: list[object] = []
         internal = is_internal(topic.name)
@@ -116,31 +116,26 @@ async def handle(request, context: RequestContext) -> object:
             if refusal is not None or internal:
                 results.append(answer.error(topic.name, data.index, refusal or ErrorCode.invalid_topic_exception))
                 continue
-            if data.records is None:
-                results.append(answer.error(topic.name, data.index, ErrorCode.corrupt_message))
-                continue
             try:
-                partition = partitions.get(topic.name, data.index)
-                min_isr = partitions.min_insync_replicas(topic.name)
-                result = partition.append(_records_for_append(data.records, version), request.acks, min_isr)
+                records = _records_for_append(data.records, version)
             except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this partition
                 results.append(answer.error(topic.name, data.index, to_error_code(exc), exc))
                 continue
-            if request.acks == -1:
-                pending.append((topic.name, results, len(results), PendingAck(partition, result, min_isr)))
-            results.append(schema.PartitionProduceResponse(
-                index=i32(data.index), error_code=ErrorCode.none, base_offset=i64(result.base_offset),
-                log_append_time=(None if result.log_append_time_ms < 0 else
-                                 datetime.datetime.fromtimestamp(result.log_append_time_ms / 1000, _UTC)),
-                log_start_offset=i64(result.log_start_offset),
-            ))
+            entries.append((topic.name, data.index, records))
+            answered_at.append((results, len(results)))
+            results.append(None)
         responses.append((topic.name, results))
+    outcomes = await context.services.replicas.append_records(entries, request.acks,
+                                                              int(request.timeout.total_seconds() * 1000))
     if request.acks == 0:
         return NO_RESPONSE
-    if pending:
-        outcomes = await partitions.wait_for_acks([p for _, _, _, p in pending],
-                                                  int(request.timeout.total_seconds() * 1000))
-        for (name, results, position, _), outcome in zip(pending, outcomes, strict=True):
-            if outcome is not None:
-                results[position] = answer.error(name, results[position].index, error_code(outcome))
+    for (name, index, _), (results, position), outcome in zip(entries, answered_at, outcomes, strict=True):
+        if isinstance(outcome, AppendResult):
+            results[position] = schema.PartitionProduceResponse(
+                index=i32(index), error_code=ErrorCode.none, base_offset=i64(outcome.base_offset),
+                log_append_time=(None if outcome.log_append_time_ms < 0 else
+                                 datetime.datetime.fromtimestamp(outcome.log_append_time_ms / 1000, _UTC)),
+                log_start_offset=i64(outcome.log_start_offset))
+        else:
+            results[position] = answer.error(name, index, to_error_code(outcome), outcome)
     return answer.response(responses)

@@ -6,7 +6,7 @@ import datetime
 
 from kio.schema.errors import ErrorCode
 
-from brokerd.groups import coordinator
+from brokerd.groups import api
 from brokerd.groups.errors import GroupError
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
@@ -18,7 +18,7 @@ async def handle(request, context: RequestContext) -> object:
     schema = context.response
     try:
         result = await context.services.groups.coordinator_for(request.group_id).sync_group(
-            coordinator.SyncGroupRequest(
+            api.SyncGroupRequest(
                 group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
                 group_instance_id=getattr(request, "group_instance_id", None),
                 assignments={a.member_id: a.assignment for a in request.assignments},

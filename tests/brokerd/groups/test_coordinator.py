@@ -15,15 +15,15 @@ from brokerd.clock import ManualClock
 from brokerd.config import GroupSettings
 from brokerd.errors import BrokerError
 from brokerd.groups import errors
-from brokerd.groups.coordinator import (
-    GroupCoordinator,
+from brokerd.groups.api import (
+    GroupState,
     JoinGroupRequest,
     LeavingMember,
     OffsetCommitRequest,
     OffsetToCommit,
     SyncGroupRequest,
 )
-from brokerd.groups.state import GroupState
+from brokerd.groups.coordinator import GroupCoordinator
 from kafkaspec.consumer_offsets import GroupMetadataKey, OffsetCommitKey, OffsetCommitValue, decode_record
 
 SESSION_MS = 10_000

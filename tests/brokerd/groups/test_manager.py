@@ -9,8 +9,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from brokerd.groups import errors
-from brokerd.groups.coordinator import JoinGroupRequest, OffsetCommitRequest, OffsetToCommit, SyncGroupRequest
-from brokerd.groups.state import GroupState
+from brokerd.groups.api import GroupState, JoinGroupRequest, OffsetCommitRequest, OffsetToCommit, SyncGroupRequest
 from kafkaspec.consumer_offsets import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value, partition_for
 from kafkaspec.topic_names import CONSUMER_OFFSETS_TOPIC
 from tests.brokerd.groups.stack import NODE, ScriptedMetadata, group_stack, offsets_image, with_settings
@@ -57,9 +56,11 @@ def test_load_replays_the_log_compressed_batches_and_tombstones_included(tmp_pat
         async with group_stack(tmp_path) as stack:
             await stack.groups.find_coordinator("g")
             index = partition_for("g", 3)
-            partition = stack.replicas.get(CONSUMER_OFFSETS_TOPIC, index)
-            partition.append(kafka_python_batch([offset_record("g", "t", 0, 5), offset_record("g", "t", 1, 7)], GZIP))
-            partition.append(kafka_python_batch([offset_record("g", "t", 0, 9), offset_record("g", "t", 1, None)], 0))
+            partition = stack.replicas.leader_partition(CONSUMER_OFFSETS_TOPIC, index)
+            first = [offset_record("g", "t", 0, 5), offset_record("g", "t", 1, 7)]
+            second = [offset_record("g", "t", 0, 9), offset_record("g", "t", 1, None)]
+            partition.append_as_leader(kafka_python_batch(first, GZIP))
+            partition.append_as_leader(kafka_python_batch(second, 0))
         async with group_stack(tmp_path) as stack:  # a restart: the partition is loaded from its log
             with pytest.raises(errors.CoordinatorLoadInProgressError):
                 stack.groups.coordinator_for("g").fetch_offsets("g", None)
@@ -81,7 +82,7 @@ def test_commits_are_written_acks_all_and_survive_a_restart(tmp_path):
             result = await coordinator.commit_offsets(OffsetCommitRequest("g", -1, "", None, {
                 ("t", 0): OffsetToCommit(42, "meta")}))
             assert result == {("t", 0): None}
-            partition = stack.replicas.get(CONSUMER_OFFSETS_TOPIC, partition_for("g", 3))
+            partition = stack.replicas.leader_partition(CONSUMER_OFFSETS_TOPIC, partition_for("g", 3))
             assert partition.high_watermark == partition.log_end_offset == 1
         async with group_stack(tmp_path) as stack:
             await until(lambda: loaded(stack, "g"))
@@ -134,7 +135,7 @@ def test_writes_need_min_insync_replicas_and_the_isr_acknowledging(tmp_path):
             coordinator = stack.groups.coordinator_for("g")
             # ISR {1} < min.insync.replicas 2: refused before appending (Kafka: NOT_ENOUGH_REPLICAS).
             assert await coordinator.commit_offsets(commit) == {("t", 0): "COORDINATOR_NOT_AVAILABLE"}
-            assert stack.replicas.get(CONSUMER_OFFSETS_TOPIC, 0).log_end_offset == 0
+            assert stack.replicas.leader_partition(CONSUMER_OFFSETS_TOPIC, 0).log_end_offset == 0
             # ISR {1, 2} but broker 2 never fetches: offsets.commit.timeout.ms passes (REQUEST_TIMED_OUT).
             metadata.set_image(offsets_image(1, replicas=(1, 2), isr=(1, 2), configs={"min.insync.replicas": "2"}))
             started = time.monotonic()
@@ -174,7 +175,7 @@ def test_the_retention_check_removes_expired_offsets(tmp_path):
             await coordinator.commit_offsets(OffsetCommitRequest("g", -1, "", None, {
                 ("t", 0): OffsetToCommit(3)}, retention_time_ms=1))  # OffsetCommit v2-v4 retention time
             await until(lambda: coordinator.fetch_offsets("g", None) == {}, 2.0, message="the offset to expire")
-            partition = stack.replicas.get(CONSUMER_OFFSETS_TOPIC, partition_for("g", 3))
+            partition = stack.replicas.leader_partition(CONSUMER_OFFSETS_TOPIC, partition_for("g", 3))
             await until(lambda: partition.high_watermark == 2, message="the tombstone")
 
     run(scenario())

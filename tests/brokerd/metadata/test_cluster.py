@@ -11,7 +11,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from brokerd.metadata.cluster import ClusterMetadataStore, ClusterSettings, ControlPlaneError
+from brokerd.metadata.cluster import ClusterMetadataStore, ClusterSettings
+from brokerd.metadata.errors import ControlPlaneError
 
 SECRET = "s3cret"
 

@@ -6,7 +6,7 @@ import json
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from brokerd.metrics.counters import COUNTER_NAMES, LATENCY_BUCKETS_S
+from brokerd.counters import COUNTER_NAMES, LATENCY_BUCKETS_S
 from brokerd.metrics.prometheus import TOPIC_METRIC_NAMES, registry_for
 from brokerd.metrics.records import PARTITIONS_PER_RECORD, broker_record, topic_records, topic_states
 from brokerd.metrics.sample import ApiLatency, BrokerSample, LogDirSample, PartitionSample

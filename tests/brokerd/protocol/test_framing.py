@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brokerd.protocol.framing import FrameDecoder, InvalidFrameError
+from brokerd.protocol.errors import InvalidFrameError
+from brokerd.protocol.framing import FrameDecoder
 
 
 def frame(body: bytes) -> bytes:

@@ -10,9 +10,10 @@ from kio.serial import entity_writer
 
 from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.api_versions import SUPPORTED_APIS, advertised_api_versions
+from brokerd.protocol.error_codes import error_code, error_code_of
 from brokerd.protocol.error_response import build_error_response, has_top_level_error
-from brokerd.protocol.errors import error_code, error_code_of
-from brokerd.protocol.messages import MalformedRequestError, message_codec, parse_request_header, peek_api
+from brokerd.protocol.errors import MalformedRequestError
+from brokerd.protocol.messages import message_codec, parse_request_header, peek_api
 
 
 def request_frame(api_key: int, version: int, correlation_id: int, client_id: bytes | None, body: bytes,

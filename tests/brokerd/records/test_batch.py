@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from brokerd.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 from brokerd.records import batch as rb
+from brokerd.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 
 records_strategy = st.lists(
     st.tuples(st.none() | st.binary(max_size=20), st.none() | st.binary(max_size=200),

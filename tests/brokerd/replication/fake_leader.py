@@ -24,9 +24,9 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i32, i64
 
 from brokerd.metadata.image import BrokerEndpoint
-from brokerd.partition.partition import Partition
 from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.messages import message_codec, parse_request_header, peek_api
+from brokerd.replication.partition import Partition
 from brokerd.storage import read_bytes
 
 _SIZE = struct.Struct(">i")

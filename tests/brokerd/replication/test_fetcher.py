@@ -9,12 +9,12 @@ from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
-from brokerd.partition.partition import Partition
 from brokerd.protocol.api_keys import ApiKey
 from brokerd.replication.config import ReplicationConfig
 from brokerd.replication.fetcher import ReplicaFetcher
+from brokerd.replication.partition import Partition
 from brokerd.storage import read_bytes
-from tests.brokerd.partition.conftest import assignment, build_batch
+from tests.brokerd.replication.conftest import assignment, build_batch
 from tests.brokerd.replication.fake_leader import FakeLeader
 
 KEY = ("t", 0)
@@ -38,7 +38,7 @@ def leading(make_partition, node_id: int, epoch: int, batches: int, isr=(1, 2)) 
     partition = make_partition(node_id)
     partition.make_leader(assignment(node_id, epoch, replicas=(1, 2), isr=isr), now_ms=0)
     for i in range(batches):
-        partition.append(build_batch(value=f"n{node_id}e{epoch}-{i}-".encode()))
+        partition.append_as_leader(build_batch(value=f"n{node_id}e{epoch}-{i}-".encode()))
     return partition
 
 
@@ -63,7 +63,7 @@ def test_follower_catches_up_byte_for_byte_and_learns_the_high_watermark(make_pa
         fetcher = await fetching(leader, follower)
         try:
             await eventually(lambda: follower.high_watermark == 5, message="caught up with the HW")
-            leader_partition.append(build_batch(3))  # new data reaches the follower through its long poll
+            leader_partition.append_as_leader(build_batch(3))  # new data reaches the follower through its long poll
             await eventually(lambda: follower.high_watermark == 8, message="the next batch")
             assert stored(follower) == stored(leader_partition)
             assert not leader.requests(ApiKey.OFFSET_FOR_LEADER_EPOCH)  # an empty log has no epoch to check
@@ -84,7 +84,7 @@ def test_divergent_follower_truncates_to_the_new_leaders_epoch_boundary(make_par
         new_leader.append_as_follower(memoryview(first_three), 3, 0)
         new_leader.make_leader(assignment(1, 2, replicas=(1, 2)), now_ms=0)
         for i in range(2):
-            new_leader.append(build_batch(value=f"new-{i}-".encode()))
+            new_leader.append_as_leader(build_batch(value=f"new-{i}-".encode()))
         old_leader.make_follower(assignment(1, 2, replicas=(1, 2)))
         leader = await FakeLeader(1, {KEY: new_leader}).start()
         fetcher = await fetching(leader, old_leader)
@@ -110,9 +110,9 @@ def test_leader_that_never_saw_our_epoch_answers_the_epoch_before_it(make_partit
         follower = following(make_partition, 2, 1, 0)
         follower.append_as_follower(memoryview(stored(leader_partition)), 2, 0)
         follower.make_leader(assignment(2, 3, replicas=(1, 2), isr=(2,)), now_ms=0)
-        follower.append(build_batch(2, value=b"lost"))
+        follower.append_as_leader(build_batch(2, value=b"lost"))
         leader_partition.make_leader(assignment(1, 4, replicas=(1, 2), isr=(1,)), now_ms=0)
-        leader_partition.append(build_batch(3, value=b"kept"))
+        leader_partition.append_as_leader(build_batch(3, value=b"kept"))
         follower.make_follower(assignment(1, 4, replicas=(1, 2), isr=(1,)))
         leader = await FakeLeader(1, {KEY: leader_partition}).start()
         fetcher = await fetching(leader, follower)
@@ -196,13 +196,13 @@ def test_leader_change_moves_the_partition_to_the_new_leaders_fetcher(make_parti
             await eventually(lambda: follower.log_end_offset == 2, message="following broker 1")
             second.append_as_follower(memoryview(stored(first)), 2, 0)
             second.make_leader(assignment(2, 1, replicas=(1, 2, 3)), now_ms=0)
-            second.append(build_batch(value=b"epoch1"))
+            second.append_as_leader(build_batch(value=b"epoch1"))
             # What the replica manager does on the new image: leave the old fetcher, join the new leader's.
             old_fetcher.remove(KEY)
             follower.make_follower(assignment(2, 1, replicas=(1, 2, 3)))
             new = await FakeLeader(2, {KEY: second}).start()
             new_fetcher = await fetching(new, follower)
-            first.append(build_batch(value=b"zombie"))  # the deposed leader's late write never arrives
+            first.append_as_leader(build_batch(value=b"zombie"))  # the deposed leader's late write never arrives
             await eventually(lambda: stored(follower) == stored(second), message="following broker 2")
             fetched_from_old = len(old.requests(ApiKey.FETCH))
             await asyncio.sleep(0.3)

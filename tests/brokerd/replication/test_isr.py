@@ -9,7 +9,7 @@ import pytest
 from brokerd.metadata.errors import MetadataError
 from brokerd.metadata.image import PartitionAssignment
 from brokerd.replication.isr import IsrManager
-from tests.brokerd.partition.conftest import assignment, build_batch
+from tests.brokerd.replication.conftest import assignment, build_batch
 
 
 class Refused(MetadataError):
@@ -44,7 +44,7 @@ async def settle() -> None:
 def leader(make_partition):
     partition = make_partition(1)
     partition.make_leader(assignment(1, 3, partition_epoch=7), now_ms=0)
-    partition.append(build_batch())
+    partition.append_as_leader(build_batch())
     return partition
 
 

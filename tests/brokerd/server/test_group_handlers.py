@@ -217,6 +217,6 @@ def test_the_internal_topic_is_marked_internal_and_clients_cannot_produce_to_it(
             TopicProduceData(name=CONSUMER_OFFSETS_TOPIC, partition_data=(PartitionProduceData(
                 index=i32(0), records=build_batch([(b"k", b"v")], 0)),)),)))
         assert produced.responses[0].partition_responses[0].error_code == ErrorCode.invalid_topic_exception
-        assert client.services.partitions.get(CONSUMER_OFFSETS_TOPIC, 0).log_end_offset == 0
+        assert client.services.replicas.leader_partition(CONSUMER_OFFSETS_TOPIC, 0).log_end_offset == 0
 
     scenario(tmp_path, body)

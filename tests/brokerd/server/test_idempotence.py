@@ -11,7 +11,7 @@ from brokerd.clock import ManualClock
 from brokerd.metadata.image import BrokerEndpoint, NewTopic
 from brokerd.metadata.standalone import StandaloneMetadataStore
 from brokerd.metadata.validation import TopicDefaults
-from brokerd.partition.producer_state import InvalidProducerEpochError, OutOfOrderSequenceError
+from brokerd.replication.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from brokerd.replication.replica_manager import ReplicaManager
 from brokerd.storage import LogManager
 
@@ -39,20 +39,20 @@ def test_duplicates_gaps_and_fencing(tmp_path):
         await store.create_topic(NewTopic("t", 1, 1, {}))
         replicas = ReplicaManager(log_manager, store, node_id=1, clock=ManualClock())
         replicas.start()
-        part = replicas.get("t", 0)
+        part = replicas.leader_partition("t", 0)
         try:
-            assert part.append(batch(5, 0, 0)).base_offset == 0
-            assert part.append(batch(5, 0, 2)).base_offset == 2
-            assert part.append(batch(5, 0, 0)).base_offset == 0  # retried: original offsets
+            assert part.append_as_leader(batch(5, 0, 0)).base_offset == 0
+            assert part.append_as_leader(batch(5, 0, 2)).base_offset == 2
+            assert part.append_as_leader(batch(5, 0, 0)).base_offset == 0  # retried: original offsets
             assert part.log_end_offset == 4
             with pytest.raises(OutOfOrderSequenceError):
-                part.append(batch(5, 0, 7))
+                part.append_as_leader(batch(5, 0, 7))
             with pytest.raises(OutOfOrderSequenceError):
-                part.append(batch(6, 0, 3))  # a new producer starts at 0
-            assert part.append(batch(5, 1, 0)).base_offset == 4  # bumped epoch restarts sequences
+                part.append_as_leader(batch(6, 0, 3))  # a new producer starts at 0
+            assert part.append_as_leader(batch(5, 1, 0)).base_offset == 4  # bumped epoch restarts sequences
             with pytest.raises(InvalidProducerEpochError):
-                part.append(batch(5, 0, 4))
-            assert part.append(batch(-1, -1, -1)).base_offset == 6  # not idempotent: always appended
+                part.append_as_leader(batch(5, 0, 4))
+            assert part.append_as_leader(batch(-1, -1, -1)).base_offset == 6  # not idempotent: always appended
             assert part.log_end_offset == 8
         finally:
             await replicas.stop()

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brokerd.errors import CorruptIndexError
+from brokerd.storage.errors import CorruptIndexError
 from brokerd.storage.offset_index import OffsetIndex
 from brokerd.storage.time_index import TimeIndex
 

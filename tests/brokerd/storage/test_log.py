@@ -13,15 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brokerd.clock import ManualClock
-from brokerd.errors import (
-    CorruptRecordError,
-    InvalidRecordError,
+from brokerd.records.errors import CorruptRecordError, InvalidRecordError
+from brokerd.storage import LogManager
+from brokerd.storage.errors import (
     InvalidTimestampError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
-from brokerd.storage import LogManager
 
 from .conftest import build_batch, decode  # noqa: TID252
 

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from brokerd.errors import KafkaStorageError
-from brokerd.storage import LogManager, log_manager, partition_metadata
+from brokerd.storage import LogManager, log_manager, topic_id_file
 from brokerd.storage.checkpoints import read_epochs, read_offsets
+from brokerd.storage.errors import KafkaStorageError
 
 from .conftest import build_batch, decode  # noqa: TID252
 
@@ -153,9 +153,9 @@ def test_partition_metadata_names_the_topic_id_as_kafka_writes_it(tmp_path, cloc
     manager = LogManager([tmp_path], {}, clock)
     manager.startup()
     log = manager.get_or_create_log("t", 0, topic_id=OLD_ID)
-    text = (log.dir / partition_metadata.FILE_NAME).read_text()
+    text = (log.dir / topic_id_file.FILE_NAME).read_text()
     assert text == "version: 0\ntopic_id: HI1bP0oeS2KLTW5_gJECEw\n"  # Kafka's Uuid.toString of OLD_ID
-    assert partition_metadata.read(log.dir) == OLD_ID
+    assert topic_id_file.read(log.dir) == OLD_ID
     manager.shutdown()
 
 
@@ -173,9 +173,9 @@ def test_a_log_of_an_earlier_topic_of_the_same_name_is_deleted_not_served(tmp_pa
     # the topic was deleted and re-created (new id, one partition) while the broker was down
     assert restarted.delete_stray_logs("c", 1, {"t": NEW_ID, "legacy": KEPT_ID}) == [("t", 0), ("t", 1)]
     fresh = restarted.get_or_create_log("t", 0, topic_id=NEW_ID)
-    assert fresh.log_end_offset == 0 and partition_metadata.read(fresh.dir) == NEW_ID
+    assert fresh.log_end_offset == 0 and topic_id_file.read(fresh.dir) == NEW_ID
     adopted = restarted.get_or_create_log("legacy", 0, topic_id=KEPT_ID)
-    assert adopted.log_end_offset == 1 and partition_metadata.read(adopted.dir) == KEPT_ID
+    assert adopted.log_end_offset == 1 and topic_id_file.read(adopted.dir) == KEPT_ID
     restarted.shutdown()
 
 
@@ -184,6 +184,6 @@ def test_get_or_create_replaces_a_loaded_log_of_another_topic_id(tmp_path, clock
     manager.startup()
     manager.get_or_create_log("t", 0, topic_id=OLD_ID).append_as_leader(build_batch([(None, b"old", 1)]), 0)
     replaced = manager.get_or_create_log("t", 0, topic_id=NEW_ID)
-    assert replaced.log_end_offset == 0 and partition_metadata.read(replaced.dir) == NEW_ID
+    assert replaced.log_end_offset == 0 and topic_id_file.read(replaced.dir) == NEW_ID
     assert manager.get_or_create_log("t", 0, topic_id=NEW_ID) is replaced
     manager.shutdown()

@@ -9,7 +9,7 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from brokerd.storage import partition_metadata
+from brokerd.storage import topic_id_file
 from tests.integration.cluster.test_faults import TOPIC_CONFIGS, finish_and_audit, wait_for_progress
 from tests.integration.cluster.workload import AckingProducer
 from tests.support.polling import wait_until
@@ -70,7 +70,7 @@ def test_topic_recreated_under_the_same_name_while_a_broker_was_down_is_another_
     old_dirs = [broker.log_dir / f"{topic_name}-{p}" for p in range(2)]
     _produce(cluster.bootstrap, topic_name, [b"old-%d" % i for i in range(5)])
     wait_until(lambda: b"old-4" in _stored_bytes(old_dirs[0]), 30, message="broker 3's copy of the old topic")
-    old_id = partition_metadata.read(old_dirs[0])
+    old_id = topic_id_file.read(old_dirs[0])
     assert old_id is not None
     cluster.stop(3)
     status, body = cluster.plane.call("DELETE", f"/internal/v1/topics/{topic_name}")
@@ -82,6 +82,6 @@ def test_topic_recreated_under_the_same_name_while_a_broker_was_down_is_another_
     cluster.start(3)
     cluster.wait_for_isr(topic_name, 3, timeout_s=60)
     wait_until(lambda: b"new-2" in _stored_bytes(old_dirs[0]), 30, message="broker 3's copy of the new topic")
-    assert partition_metadata.read(old_dirs[0]) == new_id
+    assert topic_id_file.read(old_dirs[0]) == new_id
     assert b"old-" not in _stored_bytes(old_dirs[0])  # the old topic's records were never kept as the new one's
     assert not old_dirs[1].exists()  # the old topic's second partition is gone

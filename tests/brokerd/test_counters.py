@@ -1,13 +1,13 @@
 """Broker counters: per-topic totals that survive topic deletion, Fetch accounting, requests per API, and
 request-latency quantiles checked against an oracle over the raw observations. (Counting at the partition
-boundary: tests/brokerd/partition/test_partition_counters.py.)"""
+boundary: tests/brokerd/replication/test_partition_counters.py.)"""
 
 import random
 from dataclasses import dataclass
 
 import pytest
 
-from brokerd.metrics.counters import (
+from brokerd.counters import (
     LATENCY_BUCKETS_S,
     BrokerTopicMetrics,
     RequestMetrics,

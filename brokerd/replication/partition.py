@@ -23,36 +23,31 @@ Every change is written through to `log.high_watermark`, which the log manager c
 replica exposes what it had acknowledged before (never more than its log holds), not nothing.
 
 Concurrency: event loop only; storage calls are synchronous and short. Changes of HW and appends are
-reported to a `PartitionListener` (fetch wake-ups, the delayed-produce purgatory).
+reported to a `PartitionListener` (the replica manager: it wakes the fetch and produce purgatories). A
+`Partition` never sees the replica manager, fetchers or purgatories (import contract `replication`).
 """
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from brokerd.errors import BrokerError, OffsetOutOfRangeError
+from brokerd.counters import TopicCounters
+from brokerd.errors import BrokerError
 from brokerd.metadata.image import PartitionAssignment
-from brokerd.metrics.counters import TopicCounters
-from brokerd.partition.batch import read_single_batch
-from brokerd.partition.errors import NotLeaderOrFollowerError
-from brokerd.partition.producer_state import BatchOffsets, ProducerStateTable, last_sequence
-from brokerd.records.batch import NO_PRODUCER_ID, iter_batches
+from brokerd.records.batch import NO_PRODUCER_ID, iter_batches, read_produced_batch
+from brokerd.replication.errors import (
+    FencedLeaderEpochError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    UnknownLeaderEpochError,
+)
+from brokerd.replication.producer_state import BatchOffsets, ProducerStateTable, last_sequence
 from brokerd.storage import FileRegion, Log
+from brokerd.storage.errors import OffsetOutOfRangeError
+from brokerd.types import BrokerId, LeaderEpoch, Offset, PartitionEpoch, TopicPartition
 
 PRODUCER_STATE_SCAN_BYTES = 64 * 1024 * 1024
 """How much of the log tail is scanned (headers only) to rebuild producer state."""
-
-
-class NotEnoughReplicasError(BrokerError):
-    kafka_error = "NOT_ENOUGH_REPLICAS"
-
-
-class FencedLeaderEpochError(BrokerError):
-    kafka_error = "FENCED_LEADER_EPOCH"
-
-
-class UnknownLeaderEpochError(BrokerError):
-    kafka_error = "UNKNOWN_LEADER_EPOCH"
 
 
 class PartitionListener(Protocol):
@@ -67,43 +62,46 @@ class PartitionListener(Protocol):
 class FollowerState:
     """The leader's view of one follower (Kafka's `Replica` state)."""
 
-    log_end_offset: int = -1
+    log_end_offset: Offset = Offset(-1)
     """-1 until the follower's first fetch to this leader."""
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
-    last_fetch_leader_log_end_offset: int = -1
+    last_fetch_leader_log_end_offset: Offset = Offset(-1)
 
 
 @dataclass(frozen=True, slots=True)
 class AppendResult:
-    base_offset: int
-    last_offset: int
+    """Where a leader append landed (or, for a retried idempotent batch, where it had landed before)."""
+
+    base_offset: Offset
+    last_offset: Offset
     log_append_time_ms: int
     """-1 unless the topic uses LogAppendTime."""
-    log_start_offset: int
-    leader_epoch: int
+    log_start_offset: Offset
+    leader_epoch: LeaderEpoch
 
 
 class Partition:
     """One replica on this broker. Not thread-safe; called only from the event loop."""
 
-    def __init__(self, topic: str, index: int, node_id: int, log: Log, listener: PartitionListener,
+    def __init__(self, topic: str, index: int, node_id: BrokerId, log: Log, listener: PartitionListener,
                  counters: TopicCounters | None = None) -> None:
         self.topic = topic
         self.index = index
+        self.key = TopicPartition(topic, index)
         self.node_id = node_id
         self.log = log
         self._listener = listener
         self.is_leader = False
-        self.leader_id = -1
-        self.leader_epoch = -1
-        self.partition_epoch = -1
-        self.replicas: tuple[int, ...] = ()
-        self.isr: tuple[int, ...] = ()
+        self.leader_id = BrokerId(-1)
+        self.leader_epoch = LeaderEpoch(-1)
+        self.partition_epoch = PartitionEpoch(-1)
+        self.replicas: tuple[BrokerId, ...] = ()
+        self.isr: tuple[BrokerId, ...] = ()
         """The ISR as last committed by the control plane."""
-        self.pending_isr: tuple[int, ...] | None = None
+        self.pending_isr: tuple[BrokerId, ...] | None = None
         """An ISR this leader proposed and the control plane has not answered yet."""
-        self.followers: dict[int, FollowerState] = {}
+        self.followers: dict[BrokerId, FollowerState] = {}
         self.counters = counters
         """The topic's counters on this broker (shared by its partitions): bumped once per batch; None when
         metrics are disabled."""
@@ -116,23 +114,19 @@ class Partition:
         return f"Partition({self.topic}-{self.index}, {role}, epoch {self.leader_epoch}, HW {self.high_watermark})"
 
     @property
-    def key(self) -> tuple[str, int]:
-        return self.topic, self.index
-
-    @property
-    def log_start_offset(self) -> int:
+    def log_start_offset(self) -> Offset:
         return self.log.log_start_offset
 
     @property
-    def log_end_offset(self) -> int:
+    def log_end_offset(self) -> Offset:
         return self.log.log_end_offset
 
     @property
-    def high_watermark(self) -> int:
+    def high_watermark(self) -> Offset:
         return self._high_watermark
 
     @property
-    def maximal_isr(self) -> tuple[int, ...]:
+    def maximal_isr(self) -> tuple[BrokerId, ...]:
         """The ISR the HW is computed over: the committed one, plus members a pending expansion adds."""
         if self.pending_isr is None:
             return self.isr
@@ -189,7 +183,7 @@ class Partition:
             self.replicas = state.replicas or self.replicas
             self.maybe_increment_high_watermark()
 
-    def check_leader_epoch(self, current_leader_epoch: int) -> None:
+    def check_leader_epoch(self, current_leader_epoch: LeaderEpoch) -> None:
         """Kafka's epoch validation for requests carrying `current_leader_epoch` (-1: none)."""
         if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
             return
@@ -205,19 +199,20 @@ class Partition:
 
     # --- leader ----------------------------------------------------------------------------------------
 
-    def append(self, records: bytes | bytearray, required_acks: int = 1, min_insync_replicas: int = 1
-               ) -> AppendResult:
-        """Append one producer batch as leader (header checks here; CRC, magic and max.message.bytes in
-        storage). A duplicate of a retained idempotent batch returns its original offsets without
-        touching the log. acks=all with an ISR below `min_insync_replicas` is refused before appending.
+    def append_as_leader(self, records: bytes | bytearray, required_acks: int = 1, min_insync_replicas: int = 1
+                         ) -> AppendResult:
+        """Append one producer batch as leader (Kafka's `appendRecordsToLeader`). Its header is read and
+        checked once, here (`read_produced_batch`); CRC, magic, codec and max.message.bytes in storage. A
+        duplicate of a retained idempotent batch returns its original offsets without touching the log.
+        acks=all (`required_acks` -1) with an ISR below `min_insync_replicas` is refused before appending.
         Counted in `counters` (per batch: bytes, records, and whether it was rejected)."""
         self._require_leader()
         counters = self.counters
         if counters is None:
-            return self._append_as_leader(records, required_acks, min_insync_replicas)
+            return self._append_produced(records, required_acks, min_insync_replicas)
         counters.produce_requests += 1
         try:
-            result = self._append_as_leader(records, required_acks, min_insync_replicas)
+            result = self._append_produced(records, required_acks, min_insync_replicas)
         except BrokerError:
             counters.failed_produce_requests += 1
             counters.bytes_rejected += len(records)
@@ -226,9 +221,9 @@ class Partition:
         counters.messages_in += result.last_offset - result.base_offset + 1
         return result
 
-    def _append_as_leader(self, records: bytes | bytearray, required_acks: int, min_insync_replicas: int
-                          ) -> AppendResult:
-        batch = read_single_batch(records)
+    def _append_produced(self, records: bytes | bytearray, required_acks: int, min_insync_replicas: int
+                         ) -> AppendResult:
+        batch = read_produced_batch(records)
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
             raise NotEnoughReplicasError(f"{self.topic}-{self.index}: ISR {list(self.isr)} is smaller than "
                                          f"min.insync.replicas={min_insync_replicas}")
@@ -251,7 +246,7 @@ class Partition:
         return AppendResult(info.first_offset, info.last_offset, info.log_append_time_ms, info.log_start_offset,
                             self.leader_epoch)
 
-    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+    def update_follower_fetch(self, replica_id: BrokerId, fetch_offset: Offset, now_ms: int) -> None:
         """A follower fetched at `fetch_offset`: its LEO is that offset (Kafka `updateFollowerFetchState`)."""
         follower = self.followers.get(replica_id)
         if follower is None or not self.is_leader:
@@ -283,7 +278,7 @@ class Partition:
             return True
         return False
 
-    def isr_expansion_candidate(self, replica_id: int, fenced: Iterable[int] = ()) -> bool:
+    def isr_expansion_candidate(self, replica_id: BrokerId, fenced: Iterable[BrokerId] = ()) -> bool:
         """Kafka `isFollowerInSync` for a non-ISR replica: caught up to the HW and into this epoch."""
         follower = self.followers.get(replica_id)
         if (not self.is_leader or follower is None or replica_id in self.maximal_isr
@@ -298,7 +293,7 @@ class Partition:
                 return start
         return self.log_end_offset
 
-    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int, fenced: Iterable[int] = ()) -> list[int]:
+    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int, fenced: Iterable[BrokerId] = ()) -> list[BrokerId]:
         """ISR followers that have not caught up for `max_lag_ms`, or whose broker is fenced."""
         if not self.is_leader:
             return []
@@ -314,7 +309,7 @@ class Partition:
 
     # --- follower --------------------------------------------------------------------------------------
 
-    def append_as_follower(self, records: memoryview, leader_high_watermark: int, leader_log_start_offset: int
+    def append_as_follower(self, records: memoryview, leader_high_watermark: Offset, leader_log_start_offset: Offset
                            ) -> None:
         """Append fetched batches verbatim; learn the HW (never above our LEO) and the log start offset."""
         if self.is_leader:
@@ -328,7 +323,7 @@ class Partition:
             self._listener.on_append(self)
         self.update_from_leader(leader_high_watermark, leader_log_start_offset)
 
-    def update_from_leader(self, leader_high_watermark: int, leader_log_start_offset: int) -> None:
+    def update_from_leader(self, leader_high_watermark: Offset, leader_log_start_offset: Offset) -> None:
         if self.log_start_offset < leader_log_start_offset <= self.log_end_offset:
             self.log.delete_records_before(leader_log_start_offset)
         target = min(leader_high_watermark, self.log_end_offset)
@@ -337,7 +332,7 @@ class Partition:
         elif self._high_watermark < self.log_start_offset:
             self._set_high_watermark(self.log_start_offset)
 
-    def truncate_to(self, offset: int) -> None:
+    def truncate_to(self, offset: Offset) -> None:
         """Drop everything at or after `offset` (a new leader's epoch boundary) and the producer state
         that described it."""
         if offset >= self.log_end_offset:
@@ -346,7 +341,7 @@ class Partition:
         self._clamp_high_watermark(allow_decrease=True)
         self.rebuild_producer_state()
 
-    def truncate_fully_and_start_at(self, offset: int) -> None:
+    def truncate_fully_and_start_at(self, offset: Offset) -> None:
         """The leader no longer has our offsets (its log start is past our LEO): restart empty at `offset`."""
         self.log.truncate_fully_and_start_at(offset)
         self._set_high_watermark(offset, allow_decrease=True)
@@ -354,7 +349,7 @@ class Partition:
 
     # --- reads and shared state ------------------------------------------------------------------------
 
-    def read(self, fetch_offset: int, max_bytes: int, up_to_log_end: bool = False) -> FileRegion | None:
+    def read(self, fetch_offset: Offset, max_bytes: int, up_to_log_end: bool = False) -> FileRegion | None:
         """Whole batches from the one containing `fetch_offset`, up to the HW (consumers) or the LEO
         (followers); at least one batch even if larger than `max_bytes` (KIP-74). None when nothing is
         there. Raises OffsetOutOfRangeError outside [log_start_offset, LEO]."""
@@ -388,18 +383,18 @@ class Partition:
             return [self._high_watermark, *(o for o in offsets if o <= self._high_watermark)]
         return offsets
 
-    def delete_records_before(self, offset: int) -> int:
+    def delete_records_before(self, offset: Offset) -> Offset:
         self._require_leader()
         if offset > self._high_watermark:
             raise OffsetOutOfRangeError(f"offset {offset} is above the high watermark {self._high_watermark}")
         return self.log.delete_records_before(offset)
 
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+    def end_offset_for_epoch(self, epoch: LeaderEpoch) -> tuple[LeaderEpoch, Offset]:
         """OffsetForLeaderEpoch: (largest epoch <= `epoch`, where it ends here); (-1, -1) if unknown."""
         return self.log.leader_epoch_cache.end_offset_for(epoch)
 
     @property
-    def latest_epoch(self) -> int:
+    def latest_epoch(self) -> LeaderEpoch:
         return self.log.leader_epoch_cache.latest_epoch
 
     def rebuild_producer_state(self) -> None:
@@ -413,7 +408,7 @@ class Partition:
         if target != self._high_watermark:
             self._set_high_watermark(target, allow_decrease=True)
 
-    def _set_high_watermark(self, offset: int, allow_decrease: bool = False) -> None:
+    def _set_high_watermark(self, offset: Offset, allow_decrease: bool = False) -> None:
         assert self.log_start_offset <= offset <= self.log_end_offset, (
             f"HW {offset} outside [{self.log_start_offset}, {self.log_end_offset}] of {self.topic}-{self.index}")
         assert allow_decrease or offset >= self._high_watermark, "the high watermark never decreases"

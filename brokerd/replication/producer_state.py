@@ -17,8 +17,8 @@ the partition rebuilds it from the batch headers at the tail of the log. Event l
 from collections import deque
 from dataclasses import dataclass, field
 
-from brokerd.errors import BrokerError
 from brokerd.records.batch import NO_PRODUCER_ID, NO_TIMESTAMP, BatchHeader
+from brokerd.replication.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 
 RETAINED_BATCHES = 5
 """Kafka's `max.in.flight.requests.per.connection` ceiling for idempotence."""
@@ -28,14 +28,6 @@ SEQUENCE_MODULUS = 1 << 31
 
 def last_sequence(batch: BatchHeader) -> int:
     return (batch.base_sequence + batch.record_count - 1) % SEQUENCE_MODULUS
-
-
-class OutOfOrderSequenceError(BrokerError):
-    kafka_error = "OUT_OF_ORDER_SEQUENCE_NUMBER"
-
-
-class InvalidProducerEpochError(BrokerError):
-    kafka_error = "INVALID_PRODUCER_EPOCH"
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,8 @@ import base64
 import uuid
 from pathlib import Path
 
-from brokerd.errors import KafkaStorageError
 from brokerd.storage.checkpoints import write_atomically
+from brokerd.storage.errors import KafkaStorageError
 
 FILE_NAME = "partition.metadata"
 VERSION = 0

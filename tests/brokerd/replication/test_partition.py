@@ -6,16 +6,16 @@ a restarted replica starts from."""
 import pytest
 
 from brokerd.clock import ManualClock
-from brokerd.errors import OffsetOutOfRangeError
-from brokerd.partition.errors import NotLeaderOrFollowerError
-from brokerd.partition.partition import (
+from brokerd.replication.errors import (
     FencedLeaderEpochError,
     NotEnoughReplicasError,
-    Partition,
+    NotLeaderOrFollowerError,
     UnknownLeaderEpochError,
 )
+from brokerd.replication.partition import Partition
 from brokerd.storage import LogManager, read_bytes
-from tests.brokerd.partition.conftest import TIMESTAMP_MS, assignment, build_batch
+from brokerd.storage.errors import OffsetOutOfRangeError
+from tests.brokerd.replication.conftest import TIMESTAMP_MS, assignment, build_batch
 
 LAG_MS = 30_000
 
@@ -26,7 +26,7 @@ def leader(make_partition):
     partition = make_partition(1)
     partition.make_leader(assignment(1, 0), now_ms=0)
     for _ in range(3):
-        partition.append(build_batch())
+        partition.append_as_leader(build_batch())
     return partition
 
 
@@ -55,7 +55,7 @@ def test_high_watermark_never_moves_back(leader):
 def test_replicas_outside_the_isr_do_not_hold_the_high_watermark(make_partition):
     partition = make_partition(1)
     partition.make_leader(assignment(1, 0, isr=(1, 2)), now_ms=0)
-    partition.append(build_batch(2))
+    partition.append_as_leader(build_batch(2))
     partition.update_follower_fetch(2, 2, now_ms=10)
     assert partition.high_watermark == 2  # replica 3 is out of the ISR and has fetched nothing
 
@@ -63,26 +63,26 @@ def test_replicas_outside_the_isr_do_not_hold_the_high_watermark(make_partition)
 def test_a_sole_isr_member_moves_the_high_watermark_on_append(make_partition):
     partition = make_partition(1)
     partition.make_leader(assignment(1, 0, isr=(1,)), now_ms=0)
-    partition.append(build_batch(4))
+    partition.append_as_leader(build_batch(4))
     assert partition.high_watermark == 4
 
 
 def test_pending_expansion_counts_at_once_and_pending_shrink_still_counts_the_old_member(make_partition):
     partition = make_partition(1)
     partition.make_leader(assignment(1, 0, isr=(1, 2)), now_ms=0)
-    partition.append(build_batch(5))
+    partition.append_as_leader(build_batch(5))
     partition.update_follower_fetch(2, 5, now_ms=1)
     partition.update_follower_fetch(3, 4, now_ms=1)
     assert partition.high_watermark == 5
     partition.pending_isr = (1, 2, 3)  # proposed: 3 joins; the HW must hold what 3 has not got
-    partition.append(build_batch())
+    partition.append_as_leader(build_batch())
     partition.update_follower_fetch(2, 6, now_ms=2)
     assert partition.high_watermark == 5
     partition.update_follower_fetch(3, 6, now_ms=2)
     assert partition.high_watermark == 6
     partition.apply_isr(assignment(1, 0, isr=(1, 2, 3), partition_epoch=1))
     partition.pending_isr = (1, 2)  # proposed: 3 leaves; until committed it still holds the HW
-    partition.append(build_batch())
+    partition.append_as_leader(build_batch())
     partition.update_follower_fetch(2, 7, now_ms=3)
     assert partition.high_watermark == 6
 
@@ -105,7 +105,7 @@ def test_consumers_never_see_records_above_the_high_watermark(leader):
 def test_records_above_the_high_watermark_are_not_found_by_timestamp(make_partition):
     partition = make_partition(1)
     partition.make_leader(assignment(1, 0), now_ms=0)
-    partition.append(build_batch())
+    partition.append_as_leader(build_batch())
     assert partition.offset_for_timestamp(TIMESTAMP_MS) is None
 
 
@@ -117,14 +117,14 @@ def test_acks_all_with_too_small_an_isr_is_refused_before_appending(make_partiti
     partition = make_partition(1)
     partition.make_leader(assignment(1, 0, isr=(1,)), now_ms=0)
     with pytest.raises(NotEnoughReplicasError):
-        partition.append(build_batch(), required_acks=-1, min_insync_replicas=2)
+        partition.append_as_leader(build_batch(), required_acks=-1, min_insync_replicas=2)
     assert partition.log_end_offset == 0
-    assert partition.append(build_batch(), required_acks=1, min_insync_replicas=2).base_offset == 0
+    assert partition.append_as_leader(build_batch(), required_acks=1, min_insync_replicas=2).base_offset == 0
 
 
 def test_an_idempotent_retry_returns_the_original_offsets(leader):
-    first = leader.append(build_batch(2, producer_id=7, producer_epoch=0, base_sequence=0))
-    retry = leader.append(build_batch(2, producer_id=7, producer_epoch=0, base_sequence=0))
+    first = leader.append_as_leader(build_batch(2, producer_id=7, producer_epoch=0, base_sequence=0))
+    retry = leader.append_as_leader(build_batch(2, producer_id=7, producer_epoch=0, base_sequence=0))
     assert (retry.base_offset, retry.last_offset) == (first.base_offset, first.last_offset) == (3, 4)
     assert leader.log_end_offset == 5
 
@@ -133,7 +133,7 @@ def test_only_the_leader_appends_as_leader_and_only_a_follower_as_follower(make_
     follower = make_partition(2)
     follower.make_follower(assignment(1, 0))
     with pytest.raises(NotLeaderOrFollowerError):
-        follower.append(build_batch())
+        follower.append_as_leader(build_batch())
     with pytest.raises(NotLeaderOrFollowerError):
         leader.append_as_follower(memoryview(build_batch()), 0, 0)
 
@@ -178,21 +178,21 @@ def test_truncation_to_a_new_leaders_epoch_boundary(leader):
     0 ended at 3, so the old leader, now a follower, drops them, with their producer state."""
     leader.update_follower_fetch(2, 3, now_ms=1)
     leader.update_follower_fetch(3, 3, now_ms=1)
-    leader.append(build_batch(2, producer_id=9, producer_epoch=0, base_sequence=0))
+    leader.append_as_leader(build_batch(2, producer_id=9, producer_epoch=0, base_sequence=0))
     assert (leader.log_end_offset, leader.high_watermark) == (5, 3)
     leader.make_follower(assignment(2, 1))
     leader.truncate_to(3)
     assert (leader.log_end_offset, leader.high_watermark) == (3, 3)
     assert leader.end_offset_for_epoch(0) == (0, 3)
     leader.make_leader(assignment(1, 2), now_ms=2)  # leads again later: the retried batch is new, not a duplicate
-    assert leader.append(build_batch(2, producer_id=9, producer_epoch=0, base_sequence=0)).base_offset == 3
+    assert leader.append_as_leader(build_batch(2, producer_id=9, producer_epoch=0, base_sequence=0)).base_offset == 3
 
 
 def test_truncation_below_the_high_watermark_lowers_it(make_partition):
     partition = make_partition(1)
     partition.make_leader(assignment(1, 0, isr=(1,)), now_ms=0)
     for _ in range(4):
-        partition.append(build_batch())
+        partition.append_as_leader(build_batch())
     partition.make_follower(assignment(2, 1))
     partition.truncate_to(1)  # only an unclean election gets here: the HW follows the log down
     assert (partition.log_end_offset, partition.high_watermark) == (1, 1)
@@ -225,7 +225,7 @@ def test_a_follower_that_keeps_fetching_what_was_the_log_end_stays_in_sync(leade
     follower under steady load is never out of sync although it is never exactly at the log end."""
     leader.update_follower_fetch(2, 3, now_ms=0)
     for second in range(1, 100):
-        leader.append(build_batch())
+        leader.append_as_leader(build_batch())
         leader.update_follower_fetch(2, leader.log_end_offset - 1, now_ms=second * 1_000)
     assert 2 not in leader.out_of_sync_replicas(99 * 1_000 + LAG_MS - 1_000, LAG_MS)
 
@@ -233,9 +233,9 @@ def test_a_follower_that_keeps_fetching_what_was_the_log_end_stays_in_sync(leade
 def test_a_replica_outside_the_isr_joins_once_it_reaches_the_high_watermark_in_this_epoch(make_partition):
     partition = make_partition(1)
     partition.make_leader(assignment(1, 0), now_ms=0)
-    partition.append(build_batch(3))
+    partition.append_as_leader(build_batch(3))
     partition.make_leader(assignment(1, 1, isr=(1, 2)), now_ms=0)  # epoch 1 starts at offset 3
-    partition.append(build_batch(2))
+    partition.append_as_leader(build_batch(2))
     partition.update_follower_fetch(2, 5, now_ms=1)
     assert partition.high_watermark == 5
     partition.update_follower_fetch(3, 4, now_ms=1)
@@ -273,7 +273,7 @@ def test_a_restarted_replica_starts_from_its_checkpointed_high_watermark(tmp_pat
     manager, partition = open_partition()
     partition.make_leader(assignment(1, 0), now_ms=0)
     for _ in range(4):
-        partition.append(build_batch())
+        partition.append_as_leader(build_batch())
     partition.update_follower_fetch(2, 3, now_ms=1)
     partition.update_follower_fetch(3, 3, now_ms=1)
     assert partition.high_watermark == 3

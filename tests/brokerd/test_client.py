@@ -1,0 +1,94 @@
+"""`BrokerClient` against a real standalone broker: flexible and non-flexible versions round-trip (ApiVersions'
+v0 response header included), the connection opens lazily and is reused, a broker restart closes it and the
+next request reconnects; a response for another correlation id closes the connection and fails the request."""
+
+import asyncio
+
+import pytest
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
+from kio.schema.metadata.v12.request import MetadataRequest as MetadataRequestV12
+from kio.schema.metadata.v12.request import MetadataRequestTopic
+
+from brokerd.client import TRANSPORT_ERRORS, BrokerClient
+from brokerd.protocol.api_keys import ApiKey
+from brokerd.protocol.errors import MalformedRequestError
+from tests.support.broker import standalone_broker, start_broker
+
+TIMEOUT_S = 10.0
+
+
+def test_requests_of_flexible_and_fixed_versions_round_trip_on_one_connection(tmp_path):
+    async def scenario(port: int) -> None:
+        client = BrokerClient("127.0.0.1", port, "client-test")
+        try:
+            versions = await client.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(
+                client_software_name="strom-tests", client_software_version="1"), TIMEOUT_S)
+            assert versions.error_code == 0
+            assert {k.api_key for k in versions.api_keys} >= {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA}
+            writer = client._writer
+            fixed = await client.request(ApiKey.METADATA, 1, MetadataRequestV1(topics=None), TIMEOUT_S)
+            flexible = await client.request(ApiKey.METADATA, 12, MetadataRequestV12(
+                topics=(MetadataRequestTopic(name="absent", topic_id=None),), allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False), TIMEOUT_S)
+            assert [b.port for b in fixed.brokers] == [b.port for b in flexible.brokers] == [port]
+            assert flexible.topics[0].error_code != 0  # an unknown topic, answered at v12
+            assert client._writer is writer  # every request on the connection the first one opened
+        finally:
+            client.close()
+
+    with standalone_broker(tmp_path, {"auto.create.topics.enable": "false"}) as broker:
+        asyncio.run(scenario(broker.port))
+
+
+def test_a_restarted_broker_costs_one_failed_request_then_the_client_reconnects(tmp_path):
+    async def scenario() -> None:
+        broker = start_broker(tmp_path)
+        client = BrokerClient("127.0.0.1", broker.port, "client-test")
+
+        async def metadata() -> object:
+            return await client.request(ApiKey.METADATA, 1, MetadataRequestV1(topics=None), TIMEOUT_S)
+
+        try:
+            await metadata()
+            broker.stop()
+            broker = await asyncio.to_thread(start_broker, tmp_path, port=client.port)
+            with pytest.raises(TRANSPORT_ERRORS):
+                await metadata()  # the old connection was closed by the broker that stopped
+            assert client._writer is None
+            assert [b.port for b in (await metadata()).brokers] == [client.port]
+        finally:
+            client.close()
+            broker.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_response_for_another_correlation_id_fails_and_closes_the_connection():
+    async def scenario() -> None:
+        accepted = []
+
+        async def answer_with_the_wrong_id(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            accepted.append(writer)
+            size = int.from_bytes(await reader.readexactly(4), "big")
+            frame = await reader.readexactly(size)
+            correlation_id = int.from_bytes(frame[4:8], "big")
+            writer.write((4).to_bytes(4, "big") + (correlation_id + 1).to_bytes(4, "big"))
+            await writer.drain()
+
+        server = await asyncio.start_server(answer_with_the_wrong_id, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        client = BrokerClient("127.0.0.1", port, "client-test")
+        try:
+            for attempt in (1, 2):
+                with pytest.raises(MalformedRequestError, match="correlation id"):
+                    await client.request(ApiKey.METADATA, 1, MetadataRequestV1(topics=None), TIMEOUT_S)
+                assert client._writer is None and len(accepted) == attempt  # a new connection each time
+        finally:
+            client.close()
+            server.close()
+            for writer in accepted:
+                writer.close()
+            await server.wait_closed()
+
+    asyncio.run(scenario())

@@ -31,7 +31,7 @@ def _wanted(request) -> dict[str, set[int]] | None:
 
 async def handle(request, context: RequestContext) -> object:
     schema = context.response
-    replicas = context.services.partitions
+    replicas = context.services.replicas
     wanted = _wanted(request)
     by_dir: dict[str, dict[str, list[object]]] = defaultdict(lambda: defaultdict(list))
     for partition in replicas.partitions():

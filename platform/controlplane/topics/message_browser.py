@@ -152,18 +152,22 @@ class _Reader:
 
     def read(self, ranges: dict[int, tuple[int, int]], budget: int, match: Filter | None = None,
              wanted: int | None = None) -> tuple[list[Message], dict[int, int], int]:
-        """Records in [start, end) of each partition, until every range is read, `budget` records were examined,
-        `wanted` of them pass `match`, or the deadline passed. Returns (records, next offset to read per
-        partition, records examined)."""
+        """Records in [start, end) of each partition, until every range is read, `budget` records were examined
+        or the deadline passed; with `wanted`, a partition also stops once `wanted` of its records pass `match`
+        (so merging the partitions by time still yields the first `wanted` of all). Returns (records, next offset
+        to read per partition, records examined)."""
         position = {p: start for p, (start, end) in ranges.items() if start < end}
         records: list[Message] = []
         if not position:
             return records, {p: start for p, (start, _) in ranges.items()}, 0
         self.consumer.assign([KafkaTopicPartition(self.topic, p, o) for p, o in position.items()])
-        pending, matched = set(position), 0
-        while pending and len(records) < budget and self.time_left() > 0 and (wanted is None or matched < wanted):
-            for raw in self.consumer.consume(num_messages=min(1000, budget - len(records)),
-                                             timeout=min(0.2, self.time_left())):
+        pending, matched = set(position), dict.fromkeys(position, 0)
+        every_record_counts = match is None or match.is_empty
+        while pending and len(records) < budget and self.time_left() > 0:
+            batch = min(1000, budget - len(records))
+            if wanted is not None and every_record_counts:  # take no more than the partitions still need
+                batch = min(batch, sum(wanted - matched[p] for p in pending))
+            for raw in self.consumer.consume(num_messages=batch, timeout=min(0.2, self.time_left())):
                 p = raw.partition()
                 if p not in pending:
                     continue
@@ -173,11 +177,11 @@ class _Reader:
                     position[p] = ranges[p][1]  # the high watermark: nothing more to read up to `end`
                 elif raw.offset() < ranges[p][1]:
                     records.append(_message(raw))
-                    matched += match is not None and match.matches(records[-1])
+                    matched[p] += every_record_counts or match.matches(records[-1])
                     position[p] = raw.offset() + 1
                 else:
                     position[p] = ranges[p][1]  # past the range (offsets up to `end` were compacted away)
-                if position[p] >= ranges[p][1]:
+                if position[p] >= ranges[p][1] or (wanted is not None and matched[p] >= wanted):
                     pending.discard(p)
         self.consumer.unassign()
         return records, {p: position.get(p, start) for p, (start, _) in ranges.items()}, len(records)

@@ -7,7 +7,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-console clean
+.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-metadata bench-console \
+	clean
 
 # Reinstall only when the pins or the packaging change.
 $(STAMP): requirements.txt pyproject.toml
@@ -42,6 +43,9 @@ bench-lag: $(STAMP)
 
 bench-spark: $(STAMP)
 	$(BIN)/python -m bench.spark
+
+bench-metadata: $(STAMP)
+	$(BIN)/python -m bench.metadata
 
 bench: $(STAMP)
 	@scripts/ensure_system_packages.sh test

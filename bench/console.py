@@ -41,7 +41,7 @@ def populate(topics: int, first: int = 0) -> None:
     from django.utils import timezone
 
     from controlplane.cluster.models import Broker, BrokerState
-    from controlplane.metrics.models import PartitionLogOffsets, TopicReplicaSize
+    from controlplane.metrics.models import PartitionReplicaSize, TopicReplicaSize
     from controlplane.topics.models import Partition, Topic
 
     now = timezone.now()
@@ -59,13 +59,14 @@ def populate(topics: int, first: int = 0) -> None:
             replicas = [(t + p + i) % BROKERS + 1 for i in range(BROKERS)]
             isr = replicas if (t * 7 + p) % 97 else replicas[:2]
             partitions.append(Partition(topic=topic, partition=p, replicas=replicas, isr=isr, leader=replicas[0]))
-            offsets.append(PartitionLogOffsets(topic=topic.name, partition=p, log_start_offset=t,
-                                               log_end_offset=t * 10 + p, broker_id=replicas[0], sampled_at=now))
+            offsets.extend(PartitionReplicaSize(broker_id=b, topic=topic.name, partition=p, log_dir="/d",
+                                                size_bytes=t * 300 + b, leader=b == replicas[0], log_start_offset=t,
+                                                log_end_offset=t * 10 + p, sampled_at=now) for b in replicas)
         sizes.extend(TopicReplicaSize(broker_id=b, topic=topic.name, size_bytes=t * 1000 + b, partitions=PARTITIONS,
                                       sampled_at=now) for b in range(1, BROKERS + 1))
     Partition.objects.bulk_create(partitions, batch_size=5000)
     TopicReplicaSize.objects.bulk_create(sizes, batch_size=5000)
-    PartitionLogOffsets.objects.bulk_create(offsets, batch_size=5000)
+    PartitionReplicaSize.objects.bulk_create(offsets, batch_size=5000)
 
 
 def time_requests(client, urls: list[str]) -> dict[str, tuple[float, float, int]]:

@@ -5,7 +5,9 @@ brokers' internal API (gunicorn), the controller, the Celery worker and beat, th
 a 3-broker cluster whose brokers serve Prometheus /metrics. Each
 child runs in its own session so that stopping it (SIGTERM, then SIGKILL after a grace period) also stops its
 own children. Logs go to
-$STROM_VAR_DIR/log/<name>.log. If any child dies, everything is stopped and the exit status is 1.
+$STROM_VAR_DIR/log/<name>.log. A child that exits once everything is up (a broker killed to watch a failover,
+a crash) is restarted after a backoff (1 s, doubling up to 30 s; back to 1 s once it has run for 60 s), and
+the others keep running; a child that exits while starting stops everything (exit status 1).
 
 Environment: STROM_VAR_DIR (var/), STROM_HTTP_PORT (8000), STROM_REDIS_PORT (6390),
 STROM_BROKER_PORT (9092: brokers 1-3 listen on it and the next two ports), STROM_METRICS_PORT (9404: brokers
@@ -37,6 +39,10 @@ BROKERS = 3
 WEB_THREADS = 32
 STOP_GRACE_S = 15.0
 READY_TIMEOUT_S = 90.0
+RESTART_BACKOFF_S = 1.0
+MAX_RESTART_BACKOFF_S = 30.0
+STABLE_AFTER_S = 60.0
+"""A child that ran this long before it exited is restarted after `RESTART_BACKOFF_S` again."""
 
 
 @dataclass
@@ -44,13 +50,33 @@ class Child:
     name: str
     argv: list[str]
     process: subprocess.Popen | None = field(default=None, repr=False)
+    started_at: float = 0.0
+    restarts: int = 0
+    backoff_s: float = RESTART_BACKOFF_S
+    restart_at: float | None = None
+    """When an exited child is due to start again (None: it runs)."""
 
     def start(self, env: dict[str, str]) -> None:
         log = open(VAR / "log" / f"{self.name}.log", "ab")  # noqa: SIM115  (owned by the child for its life)
         self.process = subprocess.Popen(self.argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
+        self.started_at, self.restart_at = time.monotonic(), None
         print(f"started {self.name} pid {self.process.pid}", flush=True)
+
+    def supervise(self, env: dict[str, str], now: float) -> None:
+        """Restart this child with backoff once it exited: note the exit, then start it when due."""
+        if self.restart_at is None and self.process.poll() is not None:
+            self.signal_group(signal.SIGKILL)  # whatever it started itself goes with it
+            if now - self.started_at >= STABLE_AFTER_S:
+                self.backoff_s = RESTART_BACKOFF_S
+            self.restart_at = now + self.backoff_s
+            self.restarts += 1
+            print(f"{self.name} exited with status {self.process.returncode}; restarting it in {self.backoff_s:.0f} s "
+                  f"(restart {self.restarts}; see {VAR / 'log' / self.name}.log)", flush=True)
+            self.backoff_s = min(self.backoff_s * 2, MAX_RESTART_BACKOFF_S)
+        elif self.restart_at is not None and now >= self.restart_at:
+            self.start(env)
 
     def signal_group(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -84,6 +110,10 @@ def children() -> list[Child]:
         Child("controller", [*manage, "run_controller"]),
         Child("worker", [str(BIN / "celery"), "-A", "controlplane", "worker", "-l", "info", "-c", "2",
                          "--without-gossip", "--without-mingle"]),
+        # Report runs (each a Spark job of its own, ~1 GB): one at a time, on their own queue.
+        Child("reports-worker", [str(BIN / "celery"), "-A", "controlplane", "worker", "-l", "info", "-c", "1",
+                                 "-Q", os.environ.get("STROM_REPORTS_QUEUE", "reports"), "-n", "reports@%h",
+                                 "--without-gossip", "--without-mingle"]),
         Child("beat", [str(BIN / "celery"), "-A", "controlplane", "beat", "-l", "info", "--pidfile="]),
         Child("metrics", [*manage, "consume_metrics"]),
     ]
@@ -168,16 +198,14 @@ def main() -> int:
               f"  admin      http://127.0.0.1:{HTTP_PORT}/admin/")
         print(f"  brokers    {','.join(f'127.0.0.1:{BROKER_PORT + i}' for i in range(BROKERS))}")
         print(f"  metrics    {', '.join(f'http://127.0.0.1:{METRICS_PORT + i}/metrics' for i in range(BROKERS))}")
-        print("Press Ctrl-C to stop everything.", flush=True)
+        print("A process that exits is restarted (try a failover: README, \"Watch a failover\").\n"
+              "Press Ctrl-C to stop everything.", flush=True)
         while True:
             for child in running:
-                if child.process.poll() is not None:
-                    print(f"{child.name} exited with status {child.process.returncode}; stopping "
-                          f"(see {VAR / 'log' / child.name}.log)", flush=True)
-                    raise Interrupted
-            time.sleep(0.5)
+                child.supervise(env, time.monotonic())
+            time.sleep(0.2)
     except Interrupted:
-        status = 0 if all(c.process.poll() is None for c in running) else 1
+        status = 0
     except Exception as e:  # noqa: BLE001  (report one line, then clean up)
         print(f"error: {e}", file=sys.stderr, flush=True)
         status = 1

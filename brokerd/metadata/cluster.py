@@ -6,7 +6,8 @@ runs three tasks:
 
 * heartbeats every `heartbeat_interval_ms`; when told `fenced` or `STALE_BROKER_EPOCH`, registers again
   (a new registration epoch);
-* a metadata long poll, `GET /metadata?min_version=<ours + 1>&wait_ms=...`, so a change reaches the
+* a metadata long poll, `GET /metadata/changes?since=<ours>&wait_ms=...` (the changes since our version,
+  applied as a delta; a snapshot when too far behind: `brokerd.metadata.delta`), so a change reaches the
   broker within milliseconds of its commit;
 * the session, `GET /brokers/<id>/session?registration_epoch=...`: one request always held open by the
   control plane (renewed every `SESSION_HOLD_MS`, restarted with each registration). It tells the control
@@ -29,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from brokerd.metadata.delta import DeltaGapError, apply_delta, is_delta
 from brokerd.metadata.errors import ControlPlaneError, ControlPlaneUnavailableError, HttpError, MetadataError
 from brokerd.metadata.http import JsonHttpClient
 from brokerd.metadata.image import (
@@ -39,6 +41,7 @@ from brokerd.metadata.image import (
     TopicMetadata,
 )
 from brokerd.metadata.store import AdminOrigin, ImageListener
+from brokerd.types import BrokerId
 from kafkaspec.listeners import InvalidListenerError, parse_listeners
 
 log = logging.getLogger(__name__)
@@ -122,12 +125,26 @@ def parse_image(body: Mapping) -> ClusterImage:
     choice is not one."""
     brokers = tuple(sorted((_endpoint(b) for b in body.get("brokers", ())), key=lambda b: b.node_id))
     topics = {t.name: t for t in (parse_topic(t) for t in body.get("topics", ()))}
-    live = [b.node_id for b in brokers if not b.fenced]
-    controller = body.get("controller_id")
-    if controller not in live:
-        controller = min(live) if live else -1
-    return ClusterImage(cluster_id=str(body.get("cluster_id", "")), controller_id=int(controller),
+    return ClusterImage(cluster_id=str(body.get("cluster_id", "")),
+                        controller_id=_controller(brokers, body.get("controller_id")),
                         brokers=brokers, topics=topics, metadata_version=int(body.get("metadata_version", 0)))
+
+
+def _controller(brokers: tuple[BrokerEndpoint, ...], proposed: object) -> BrokerId:
+    """The control plane's `controller_id` if it names a live broker, else the lowest live id (-1: none)."""
+    live = [b.node_id for b in brokers if not b.fenced]
+    return BrokerId(int(proposed) if proposed in live else (min(live) if live else -1))
+
+
+def apply_body(image: ClusterImage | None, body: Mapping) -> ClusterImage:
+    """The image after a `/metadata/changes` answer: a snapshot replaces `image`; a delta is applied to it
+    (`DeltaGapError` if it does not apply: the caller loads a snapshot)."""
+    if not is_delta(body):
+        return parse_image(body)
+    if image is None:
+        raise DeltaGapError("a delta without an image to apply it to")
+    return apply_delta(image, body, parse_broker=_endpoint, parse_partition=parse_partition,
+                       choose_controller=_controller)
 
 
 class ClusterMetadataStore:
@@ -311,18 +328,30 @@ class ClusterMetadataStore:
                 await asyncio.sleep(backoff / 1000)
                 backoff = min(backoff * 2, self.settings.max_retry_backoff_ms)
 
-    async def _refresh(self, min_version: int = 0, wait_ms: int = 0) -> None:
-        body = await self._call("GET", f"/metadata?min_version={min_version}&wait_ms={wait_ms}",
+    async def _refresh(self, wait_ms: int = 0) -> None:
+        """Catch up with the metadata log: the changes since our version (held up to `wait_ms` until there
+        is one), or a snapshot when we hold none, are too far behind, or a delta does not apply."""
+        since = "" if self._image is None else f"since={self._image.metadata_version}&"
+        body = await self._call("GET", f"/metadata/changes?{since}wait_ms={wait_ms}",
                                 timeout_ms=wait_ms + self.settings.request_timeout_ms)
         assert isinstance(body, dict)
-        self._apply(parse_image(body))
+        if self._image is not None and is_delta(body) and body["metadata_version"] <= self._image.metadata_version:
+            return  # nothing new (an empty delta), or an answer overtaken by a concurrent one
+        try:
+            image = apply_body(self._image, body)
+        except DeltaGapError as exc:
+            log.warning("metadata delta does not apply (%s); loading a snapshot", exc)
+            snapshot = await self._call("GET", "/metadata/changes", timeout_ms=self.settings.request_timeout_ms)
+            assert isinstance(snapshot, dict)
+            image = parse_image(snapshot)
+        self._apply(image)
 
     async def _metadata_loop(self) -> None:
         backoff = self.settings.retry_backoff_ms
         while True:
             try:
                 self._wake_poller.clear()
-                await self._refresh(self.image.metadata_version + 1, self.settings.metadata_wait_ms)
+                await self._refresh(self.settings.metadata_wait_ms)
                 backoff = self.settings.retry_backoff_ms
             except (ControlPlaneUnavailableError, ControlPlaneError) as exc:
                 log.debug("metadata poll failed: %s", exc)

@@ -41,11 +41,12 @@ class TopicMetadata:
     partitions: tuple[PartitionAssignment, ...]
     configs: Mapping[str, str] = field(default_factory=dict)
     """Per-topic overrides only (raw strings, already validated); defaults come from kafkaspec."""
+    uuid: "uuid.UUID" = field(init=False, repr=False, compare=False)
+    """`topic_id` (the canonical UUID string the control plane and the standalone file keep) as a UUID, parsed
+    once: every new image indexes its topics by it, and a delta keeps the unchanged topics' objects."""
 
-    @property
-    def uuid(self) -> uuid.UUID:
-        """`topic_id` (the canonical UUID string the control plane and the standalone file keep) as a UUID."""
-        return uuid.UUID(self.topic_id) if self.topic_id else NO_TOPIC_ID
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "uuid", uuid.UUID(self.topic_id) if self.topic_id else NO_TOPIC_ID)
 
 
 @dataclass(frozen=True, slots=True)

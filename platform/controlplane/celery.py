@@ -1,6 +1,6 @@
 """The Celery app: Redis is broker and result backend; schedules live in the DB (django-celery-beat).
 
-Nothing here touches Spark: report tasks create their SparkSession lazily inside the worker child.
+Nothing here touches Spark: a report task starts its Spark job as a subprocess (`controlplane.reports.runner`).
 """
 
 import os

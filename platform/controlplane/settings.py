@@ -21,7 +21,11 @@ STROM_BROKER_HEARTBEAT_INTERVAL_MS, STROM_CONTROLLER_LEASE_MS, STROM_CONTROLLER_
 STROM_AUTO_LEADER_REBALANCE_ENABLE, STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
 STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE, STROM_NUM_PARTITIONS
 STROM_BOOTSTRAP_SERVERS Kafka bootstrap list (host:port,…) the control plane uses as a Kafka client for consumer
-                   groups (default: the listeners of the running brokers in the metadata store)
+                   groups and reports (default: the listeners of the running brokers in the metadata store)
+STROM_REPORTS_DIR  where report runs write their Parquet, CSV and inputs (default STROM_VAR_DIR/reports)
+STROM_REPORTS_QUEUE the Celery queue of report runs (default "reports"; one worker with -c 1 consumes it)
+STROM_REPORT_TIME_LIMIT_S a report run is stopped (its Spark job killed) after this long (default 7200)
+STROM_SPARK_MASTER Spark master the report jobs run on (default local[*]; e.g. spark://host:7077)
 """
 
 import os
@@ -84,6 +88,7 @@ INSTALLED_APPS = [
     "controlplane.controller",
     "controlplane.brokerapi",
     "controlplane.groups",
+    "controlplane.reports",
     "controlplane.console",
     "controlplane.audit",
     "controlplane.access",
@@ -191,6 +196,8 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Report runs (a Spark JVM of ~1 GB each) are sent to their own queue, consumed by one worker with -c 1: one at a time.
+STROM_REPORTS_QUEUE = os.environ.get("STROM_REPORTS_QUEUE", "reports")
 
 # API tokens: django-rest-knox with Strom's named token model; a token expires only if created with an expiry.
 KNOX_TOKEN_MODEL = "access.ApiToken"
@@ -233,6 +240,12 @@ if PRODUCTION:
     if header := os.environ.get("STROM_SECURE_PROXY_SSL_HEADER"):
         SECURE_PROXY_SSL_HEADER = (header, "https")
 
+# Report runs: outputs (Parquet by report date and run, CSV, manifests) and inputs (retention snapshots) live here;
+# a run is stopped, its Spark job's process group killed, after STROM_REPORT_TIME_LIMIT_S.
+STROM_REPORTS_DIR = Path(os.environ.get("STROM_REPORTS_DIR", VAR_DIR / "reports"))
+STROM_REPORT_TIME_LIMIT_S = int(os.environ.get("STROM_REPORT_TIME_LIMIT_S", "7200"))
+STROM_SPARK_MASTER = os.environ.get("STROM_SPARK_MASTER", "local[*]")
+
 # How long health snapshots are kept (days).
 STROM_HEALTH_RETENTION_DAYS = int(os.environ.get("STROM_HEALTH_RETENTION_DAYS", "7"))
 
@@ -258,6 +271,10 @@ STROM_CONTROLLER_TICK_MS = _env_int("STROM_CONTROLLER_TICK_MS", 100)
 STROM_AUTO_LEADER_REBALANCE_ENABLE = _env_bool("STROM_AUTO_LEADER_REBALANCE_ENABLE", True)
 STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = _env_int("STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS", 300)
 STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = _env_int("STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE", 10)
+# The metadata log (cluster.changelog): how many records of the newest changes are kept for brokers to catch
+# up by delta; a broker further behind loads a snapshot. 200,000 covers two failovers of a 100,000-partition
+# cluster.
+STROM_METADATA_LOG_RETENTION_RECORDS = _env_int("STROM_METADATA_LOG_RETENTION_RECORDS", 200_000)
 # num.partitions: partitions of a topic created with num_partitions = -1.
 STROM_NUM_PARTITIONS = _env_int("STROM_NUM_PARTITIONS", 1)
 # Where the control plane connects as a Kafka admin client (consumer groups); "" means the running brokers.

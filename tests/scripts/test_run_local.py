@@ -1,11 +1,13 @@
 """`make run`'s supervisor end to end: the console, controller and a 3-broker cluster come up, login works, a
-Kafka client's new topic gets 3 replicas, and Ctrl-C leaves no process behind."""
+Kafka client's new topic gets 3 replicas; a broker killed with SIGKILL is restarted and rejoins the ISR while
+no other process stopped; and Ctrl-C leaves no process behind."""
 
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import requests
@@ -61,6 +63,7 @@ def test_make_run_serves_console_and_stops_cleanly_on_ctrl_c(tmp_path):
     supervisor = subprocess.Popen([sys.executable, "scripts/run_local.py"], cwd=ROOT, env=env, text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     lines: list[str] = []
+    reader = None
     try:
         for line in supervisor.stdout:
             lines.append(line)
@@ -97,9 +100,29 @@ def test_make_run_serves_console_and_stops_cleanly_on_ctrl_c(tmp_path):
         for broker in range(3):
             metrics = requests.get(f"http://127.0.0.1:{metrics_port + broker}/metrics", timeout=10).text
             assert "kafka_server_brokertopicmetrics_bytesin_total" in metrics
+
+        # A broker dies: the supervisor restarts it, it rejoins the ISR, nothing else stopped.
+        reader = threading.Thread(target=lambda: lines.extend(supervisor.stdout), daemon=True)
+        reader.start()
+        os.kill(children["broker-2"], signal.SIGKILL)
+        restarted = lambda: next((int(line.split()[3]) for line in lines  # noqa: E731
+                                  if line.startswith("started broker-2 pid ")
+                                  and int(line.split()[3]) != children["broker-2"]), None)
+        new_pid = wait_until(restarted, timeout_s=60, message="broker-2 started again")
+        assert any(line.startswith("broker-2 exited with status -9; restarting") for line in lines), lines
+        isr_of_smoke = lambda: session.get(f"{base}/api/partitions/?topic=smoke").json()["results"][0]["isr"]  # noqa: E731
+        wait_until(lambda: 2 in isr_of_smoke(), timeout_s=60, message="broker 2 back in the ISR of smoke-0")
+        assert not [line for line in lines if "exited" in line and not line.startswith("broker-2 ")], lines
+        assert all(group_alive(pid) for name, pid in children.items() if name != "broker-2")
+        children["broker-2"] = new_pid
     finally:
         supervisor.send_signal(signal.SIGINT)
-        rest, _ = supervisor.communicate(timeout=60)
+        if reader is None:
+            rest, _ = supervisor.communicate(timeout=60)
+        else:  # the reader owns stdout
+            supervisor.wait(timeout=60)
+            reader.join(10)
+            rest = "".join(lines)
     assert supervisor.returncode == 0, rest
     assert "stopped." in rest
     assert not [name for name, pid in children.items() if group_alive(pid)]

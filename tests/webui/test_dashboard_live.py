@@ -15,7 +15,6 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from django.conf import settings
 from playwright.sync_api import expect
 
 from tests.conftest import SCREENSHOTS
@@ -23,12 +22,7 @@ from tests.support.cluster import broker_cluster
 from tests.support.controlplane import REPO_ROOT, control_plane
 from tests.support.polling import wait_until
 
-pytestmark = [
-    pytest.mark.browser, pytest.mark.slow,
-    # The control plane under test runs on its own SQLite: the PostgreSQL pass of `make test` would only repeat it.
-    pytest.mark.skipif(settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3",
-                       reason="independent of the test database; runs in the SQLite pass"),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TOPICS = ("orders", "payments", "clicks")
 GROUP = "dashboard-readers"
 PASSWORD = "dashboard password"

@@ -44,6 +44,29 @@ def _topic_response(context: RequestContext, image: ClusterImage, topic: TopicMe
     )
 
 
+class _TopicEntries:
+    """The topic entries of Metadata responses, built once per image rather than per request: a client's
+    all-topics Metadata at 100,000 partitions would otherwise build 100,000 partition entries each time.
+    Keyed by (topic, response version, operations) and kept only for the image they were built from (held
+    here, so its identity cannot be reused): every metadata change starts afresh."""
+
+    def __init__(self) -> None:
+        self._image: ClusterImage | None = None
+        self._entries: dict[tuple, object] = {}
+
+    def get(self, context: RequestContext, image: ClusterImage, topic: TopicMetadata, operations: i32) -> object:
+        if image is not self._image:
+            self._image, self._entries = image, {}
+        key = (topic.name, context.response, operations)
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = _topic_response(context, image, topic, operations)
+        return entry
+
+
+_entries = _TopicEntries()
+
+
 def _error_topic(context: RequestContext, name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> object:
     return context.response.MetadataResponseTopic(error_code=error, name=name, topic_id=topic_id, partitions=())
 
@@ -56,7 +79,7 @@ async def _requested_topic(context: RequestContext, requested, auto_create: bool
         topic = metadata.image.topic_by_id(topic_id)
         if topic is None:
             return _error_topic(context, None, topic_id, ErrorCode.unknown_topic_id)
-        return _topic_response(context, metadata.image, topic, operations)
+        return _entries.get(context, metadata.image, topic, operations)
     topic = metadata.image.topics.get(name)
     if topic is None and auto_create:
         try:
@@ -75,7 +98,7 @@ async def _requested_topic(context: RequestContext, requested, auto_create: bool
                 return _error_topic(context, name, NO_TOPIC_ID, ErrorCode.leader_not_available)
     if topic is None:
         return _error_topic(context, name, NO_TOPIC_ID, to_error_code(UnknownTopicError()))
-    return _topic_response(context, metadata.image, topic, operations)
+    return _entries.get(context, metadata.image, topic, operations)
 
 
 async def handle(request, context: RequestContext) -> object:
@@ -84,7 +107,7 @@ async def handle(request, context: RequestContext) -> object:
     all_topics = request.topics is None or (context.version == 0 and not request.topics)
     if all_topics:
         image = services.metadata.image
-        topics = tuple(_topic_response(context, image, t, operations) for t in image.topics.values())
+        topics = tuple(_entries.get(context, image, t, operations) for t in image.topics.values())
     else:
         auto_create = getattr(request, "allow_auto_topic_creation", True) and services.config.auto_create_topics_enable
         topics = tuple([await _requested_topic(context, requested, auto_create, operations)

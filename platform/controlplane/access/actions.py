@@ -5,7 +5,7 @@ An `Action` is one kind of change (or, for `VIEW_CLUSTER`, of reading) a person 
 permission `access.<codename>` that grants it. A role is a Django group holding the permissions of every
 action at or below its level (`roles.sync_roles` keeps the groups equal to this table); superusers may do
 everything. Actions declared here before their feature exists (reading messages, reassignments, alerts,
-reports, topics, configs) are used unchanged by the issues that add them.
+topics, configs) are used unchanged by the issues that add them.
 """
 
 import enum
@@ -71,6 +71,7 @@ _SHARED_PERMISSION_NAMES = {
     "use_api_tokens": "Creating and revoking your own API tokens",
     "manage_reassignments": "Starting and cancelling partition reassignments",
     "manage_users": "Managing users, their roles and anyone's API tokens",
+    "run_reports": "Running and cancelling reports",
 }
 VIEWER, OPERATOR, ADMIN = Role.VIEWER, Role.OPERATOR, Role.ADMIN
 
@@ -91,6 +92,8 @@ CANCEL_REASSIGNMENT = action("cancel_reassignment", "Cancelling partition reassi
                              permission="manage_reassignments")
 MANAGE_ALERTS = action("manage_alerts", "Managing alerts", OPERATOR)
 RUN_REPORTS = action("run_reports", "Running reports", OPERATOR)
+CANCEL_REPORT_RUN = action("cancel_report_run", "Cancelling report runs", OPERATOR, permission="run_reports")
+SCHEDULE_REPORTS = action("schedule_reports", "Changing report schedules", OPERATOR)
 
 # Admin: change the shape of the cluster and who may use it.
 CREATE_TOPICS = action("create_topics", "Creating topics", ADMIN)

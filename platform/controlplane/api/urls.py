@@ -9,6 +9,7 @@ from controlplane.controller.api.views import ElectLeadersView
 from controlplane.groups.api.views import GroupViewSet
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
 from controlplane.metrics.api.views import BrokerMetricPointViewSet, TopicMetricPointViewSet
+from controlplane.reports.api.views import ReportRunViewSet, ReportScheduleViewSet
 from controlplane.topics.api.views import PartitionViewSet, TopicViewSet
 
 router = DefaultRouter()
@@ -20,6 +21,8 @@ router.register("groups", GroupViewSet, basename="group")
 router.register("metrics/brokers", BrokerMetricPointViewSet)
 router.register("metrics/topics", TopicMetricPointViewSet)
 router.register("audit", AuditEntryViewSet)
+router.register("reports/runs", ReportRunViewSet)
+router.register("reports/schedules", ReportScheduleViewSet, basename="report-schedule")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -9,6 +9,7 @@ urlpatterns = [
     path("brokers/<int:broker_id>/heartbeat", views.broker_heartbeat, name="heartbeat"),
     path("brokers/<int:broker_id>/session", views.broker_session, name="session"),
     path("metadata", views.metadata_image, name="metadata"),
+    path("metadata/changes", views.metadata_changes, name="metadata-changes"),
     path("partitions/alter", views.alter_partition, name="alter-partition"),
     path("topics", views.topics_create, name="topics"),
     path("topics/<str:name>", views.topic_detail, name="topic"),

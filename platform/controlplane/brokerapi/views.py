@@ -23,7 +23,7 @@ from controlplane.access.actions import Action
 from controlplane.access.checks import Change, recorded
 from controlplane.audit.models import Source
 from controlplane.audit.services import Actor
-from controlplane.cluster import metadata, services
+from controlplane.cluster import changelog, metadata, services
 from controlplane.controller import election
 from controlplane.core.errors import KafkaApiError
 from controlplane.topics import services as topics
@@ -38,12 +38,14 @@ SESSION_HOLD_MAX_MS = 60_000
 SESSION_PROBE_S = 0.02
 """How often a held session checks whether the broker hung up."""
 
-__all__ = ("alter_partition", "broker_heartbeat", "broker_session", "elect_leaders", "metadata_image", "producer_ids",
-           "register_broker", "topic_configs", "topic_detail", "topic_partitions", "topics_create")
+__all__ = ("alter_partition", "broker_heartbeat", "broker_session", "elect_leaders", "metadata_changes",
+           "metadata_image", "producer_ids", "register_broker", "topic_configs", "topic_detail", "topic_partitions",
+           "topics_create")
 
 
 def internal_api(*methods: str) -> Callable[[Callable[..., object]], Callable[..., HttpResponse]]:
-    """Decorate a view returning a dict (200), None (204) or raising KafkaApiError."""
+    """Decorate a view returning a dict (200), a JSON body already encoded (bytes, 200), None (204) or raising
+    KafkaApiError."""
 
     def decorate(view: Callable[..., object]) -> Callable[..., HttpResponse]:
         @cluster_secret_required
@@ -55,6 +57,8 @@ def internal_api(*methods: str) -> Callable[[Callable[..., object]], Callable[..
                 return JsonResponse(e.as_json(), status=e.status)
             if result is None:
                 return HttpResponse(status=204)
+            if isinstance(result, bytes):
+                return HttpResponse(result, content_type="application/json")
             return JsonResponse(result)
 
         wrapper.__name__ = view.__name__
@@ -104,6 +108,20 @@ def metadata_image(request: HttpRequest) -> dict:
     if min_version > 0 and wait_ms > 0:
         metadata.wait_for_version(min_version, wait_ms)
     return metadata.image()
+
+
+@internal_api("GET")
+def metadata_changes(request: HttpRequest) -> bytes:
+    """The metadata log (`cluster.changelog`): `since=N` → the delta from version N, held up to `wait_ms`
+    until there is one; without `since` (or N not served by the retained log) → a snapshot."""
+    try:
+        since = int(request.GET["since"]) if "since" in request.GET else None
+        wait_ms = int(request.GET.get("wait_ms", 0))
+    except ValueError:
+        raise KafkaApiError("INVALID_REQUEST", "since and wait_ms must be integers") from None
+    if since is not None and since >= 0 and wait_ms > 0:
+        metadata.wait_for_version(since + 1, wait_ms)
+    return changelog.catch_up(since)
 
 
 @internal_api("GET")

@@ -97,3 +97,45 @@ class ControllerState(models.Model):
     def current(cls) -> "ControllerState":
         state, _ = cls.objects.get_or_create(singleton=True)
         return state
+
+
+class MetadataChange(models.Model):
+    """One committed metadata change in the metadata log (KRaft's `__cluster_metadata`): the records of what
+    it changed, each the new state of one broker, topic or partition, under the metadata version it bumped to.
+
+    Written by `metadata.bump()` in the transaction that made the change, so versions are gapless and each
+    row holds exactly the changes of its version. `records` is the JSON array as served to brokers (kept as
+    text so it goes out without being parsed again); `record_count` its records (each partition entry one),
+    for retention (`changelog.prune`). The tables themselves are the compacted snapshot: a broker older than the oldest
+    retained version gets the full image instead (`changelog`).
+    """
+
+    version = models.BigIntegerField(primary_key=True)
+    records = models.TextField()
+    record_count = models.IntegerField()
+    committed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["version"]
+
+    def __str__(self) -> str:
+        return f"metadata version {self.version} ({self.record_count} records)"
+
+
+class ChangedRow(models.Model):
+    """A broker, topic or partition row the open transaction changed, noted by a database trigger
+    (`changelog.TRIGGERS`, installed after every migrate) and consumed by `metadata.bump()` in the same
+    transaction. So every change is captured whatever wrote it (a service, the controller, a bulk update).
+
+    `kind` is "broker", "topic" or "partition" (`row_id` = the row's primary key), or "broker_removed" /
+    "topic_removed" with the removed row's natural key in `name` (the broker id; the topic name) and, for a
+    topic, its id in `topic_id`.
+    """
+
+    kind = models.CharField(max_length=16)
+    row_id = models.BigIntegerField()
+    name = models.CharField(max_length=255, blank=True, default="")
+    topic_id = models.CharField(max_length=36, blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.row_id}"

@@ -1,5 +1,7 @@
 from django.urls import path
 
+from controlplane.reports import views as reports
+
 from . import topic_views, views
 
 app_name = "console"
@@ -23,7 +25,14 @@ urlpatterns = [
     path("groups/<path:group_id>/", views.GroupDetailView.as_view(), name="group"),
     path("reassignments/", views.UnavailableSectionView.as_view(section="Reassignments"), name="reassignments"),
     path("alerts/", views.UnavailableSectionView.as_view(section="Alerts"), name="alerts"),
-    path("reports/", views.UnavailableSectionView.as_view(section="Reports"), name="reports"),
+    path("reports/", reports.ReportListView.as_view(), name="reports"),
+    path("reports/plotly.min.js", reports.PlotlyScriptView.as_view(), name="report-plotly"),
+    path("reports/<str:report>/run/", reports.RunNowView.as_view(), name="report-run-now"),
+    path("reports/<str:report>/schedule/", reports.ScheduleView.as_view(), name="report-schedule"),
+    path("reports/runs/<int:pk>/", reports.RunDetailView.as_view(), name="report-run"),
+    path("reports/runs/<int:pk>/progress/", reports.RunProgressView.as_view(), name="report-run-progress"),
+    path("reports/runs/<int:pk>/cancel/", reports.CancelRunView.as_view(), name="report-run-cancel"),
+    path("reports/runs/<int:pk>/csv/<str:table>/", reports.RunCsvView.as_view(), name="report-run-csv"),
     path("audit/", views.AuditLogView.as_view(), name="audit"),
     path("audit/export.csv", views.AuditExportView.as_view(), name="audit-export"),
     path("tokens/", views.TokenListView.as_view(), name="tokens"),

@@ -235,10 +235,10 @@ class Controller:
             state = self._guard()
             live = election.live_broker_ids()
             partitions = list(Partition.objects.select_related("topic"))
-            for partition in election.imbalanced_partitions(partitions, live, self.imbalance_percent):
-                change = election.choose_preferred(partition.replicas, partition.isr, partition.leader, live)
-                if isinstance(change, election.PartitionState) and election.apply_change(partition, change):
-                    moved.append((partition.topic.name, partition.partition))
+            changes = [(p, election.choose_preferred(p.replicas, p.isr, p.leader, live))
+                       for p in election.imbalanced_partitions(partitions, live, self.imbalance_percent)]
+            moved = [(p.topic.name, p.partition) for p in election.apply_changes(
+                (p, change) for p, change in changes if isinstance(change, election.PartitionState))]
             if moved:
                 metadata.bump(state)
         if moved:

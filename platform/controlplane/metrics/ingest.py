@@ -21,7 +21,7 @@ from .models import (
     CounterState,
     LagMetricPoint,
     LogDirMetricPoint,
-    PartitionLogOffsets,
+    PartitionReplicaSize,
     TopicMetricPoint,
     TopicReplicaSize,
 )
@@ -61,7 +61,7 @@ class _Batch:
         self.log_dirs: dict[tuple[int, int, str, int], dict] = {}
         self.lag: dict[tuple[int, str, int], dict] = {}
         self.replica_sizes: dict[tuple[int, str], tuple[int, int, int]] = {}
-        self.partition_offsets: dict[tuple[str, int], tuple[int, int, int, int]] = {}
+        self.partition_sizes: dict[tuple[int, str, int], dict] = {}
         self.topic_size_ts: dict[str, int] = {}
 
     # --- counter state ---------------------------------------------------------------------------------
@@ -124,10 +124,11 @@ class _Batch:
             count += size[1]  # another slice of the same reading
         self.replica_sizes[(broker, topic)] = (value["size_bytes"], count, ts)
         self.topic_size_ts[topic] = max(ts, self.topic_size_ts.get(topic, 0))
-        for partition in value.get("partitions", []):
-            key = (topic, partition["partition"])
-            if partition.get("leader") and ts >= self.partition_offsets.get(key, (0, 0, 0, 0))[3]:
-                self.partition_offsets[key] = (partition["log_start_offset"], partition["log_end_offset"], broker, ts)
+        for part in value.get("partitions", []):
+            self.partition_sizes[(broker, topic, part["partition"])] = {
+                "log_dir": part["log_dir"], "size_bytes": part["size_bytes"], "leader": bool(part["leader"]),
+                "log_start_offset": part["log_start_offset"], "log_end_offset": part["log_end_offset"],
+                "sampled_at": to_datetime(ts)}
         found = self._deltas(broker, topic, value, TOPIC_COUNTERS)
         if found is None:
             return
@@ -191,17 +192,14 @@ class _Batch:
                 update_fields=["started_ms", "ts_ms", "values", "followed"])
 
     def _write_sizes(self) -> None:
-        """Latest replica sizes and leaders' partition offsets, then each touched topic's total size over
-        brokers into its newest buckets."""
+        """Latest replica sizes, then each touched topic's total over brokers into its newest buckets."""
         if not self.replica_sizes:
             return
-        if self.partition_offsets:
-            PartitionLogOffsets.objects.bulk_create(
-                [PartitionLogOffsets(topic=t, partition=p, log_start_offset=start, log_end_offset=end, broker_id=b,
-                                     sampled_at=to_datetime(ts))
-                 for (t, p), (start, end, b, ts) in self.partition_offsets.items()],
-                update_conflicts=True, unique_fields=["topic", "partition"],
-                update_fields=["log_start_offset", "log_end_offset", "broker_id", "sampled_at"])
+        PartitionReplicaSize.objects.bulk_create(
+            [PartitionReplicaSize(broker_id=b, topic=t, partition=p, **v)
+             for (b, t, p), v in self.partition_sizes.items()],
+            update_conflicts=True, unique_fields=["broker_id", "topic", "partition"],
+            update_fields=["log_dir", "size_bytes", "leader", "log_start_offset", "log_end_offset", "sampled_at"])
         TopicReplicaSize.objects.bulk_create(
             [TopicReplicaSize(broker_id=b, topic=t, size_bytes=size, partitions=count, sampled_at=to_datetime(ts))
              for (b, t), (size, count, ts) in self.replica_sizes.items()],

@@ -121,24 +121,29 @@ class TopicReplicaSize(models.Model):
         return f"{self.topic} on broker {self.broker_id}"
 
 
-class PartitionLogOffsets(models.Model):
-    """The latest log start and end offsets of one partition, as its leader last reported them (the topic list's
-    message counts: end − start). A partition whose log did not change keeps the row its last leader wrote,
-    still true; after a leader change two brokers' rounds may briefly arrive out of order, and the next round
-    of the new leader corrects it."""
+class PartitionReplicaSize(models.Model):
+    """The latest reading of one replica (a topic-partition on one broker) from its broker's topic records: the
+    retention report's per-partition input. Rows of replicas that moved or topics deleted since stay until the
+    broker reports them again; readers keep the rows the metadata store still places on that broker."""
 
+    broker_id = models.IntegerField()
     topic = models.CharField(max_length=249)
     partition = models.IntegerField()
+    log_dir = models.CharField(max_length=1024)
+    size_bytes = models.BigIntegerField()
     log_start_offset = models.BigIntegerField()
     log_end_offset = models.BigIntegerField()
-    broker_id = models.IntegerField(help_text="the leader that reported it")
+    leader = models.BooleanField(help_text="the broker led the partition when it sampled")
     sampled_at = models.DateTimeField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["topic", "partition"], name="metrics_partition_offsets_unique")]
+        ordering = ["topic", "partition", "broker_id"]
+        constraints = [models.UniqueConstraint(fields=["broker_id", "topic", "partition"],
+                                               name="metrics_partition_size_unique")]
+        indexes = [models.Index(fields=["topic", "partition"], name="metrics_partition_size_topic")]
 
     def __str__(self) -> str:
-        return f"{self.topic}-{self.partition} [{self.log_start_offset}, {self.log_end_offset})"
+        return f"{self.topic}-{self.partition} on broker {self.broker_id}"
 
 
 class CounterState(models.Model):

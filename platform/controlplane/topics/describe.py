@@ -1,10 +1,11 @@
 """One topic in detail, as `kafka-topics --describe` and `kafka-configs --describe --all` show it: its partitions
-with the leaders' latest log offsets (metrics rollups), and every topic config with its value, source, type,
-default and documentation (`kafkaspec.topic_config`). Reads the metadata store only: a few queries per topic."""
+with the leaders' latest log offsets and each replica's size (metrics rollups), and every topic config with its
+value, source, type, default and documentation (`kafkaspec.topic_config`). Reads the database only: a few queries
+per topic."""
 
 from dataclasses import dataclass
 
-from controlplane.metrics.models import PartitionLogOffsets
+from controlplane.metrics.models import PartitionReplicaSize
 from kafkaspec import topic_config
 
 from .models import Partition, Topic
@@ -41,6 +42,8 @@ class PartitionRow:
     log_start_offset: int | None
     log_end_offset: int | None
     """As the leader last reported them (null before its first metrics round)."""
+    replica_sizes: list[int | None]
+    """Bytes of each replica, in `replicas` order, as its broker last reported (null: not yet)."""
 
 
 def config_entries(topic: Topic) -> list[ConfigEntry]:
@@ -56,11 +59,13 @@ def config_entries(topic: Topic) -> list[ConfigEntry]:
 
 
 def partition_rows(topic: Topic) -> list[PartitionRow]:
-    offsets = {o.partition: o for o in PartitionLogOffsets.objects.filter(topic=topic.name)}
+    reported = {(r.partition, r.broker_id): r for r in PartitionReplicaSize.objects.filter(topic=topic.name)}
     rows = []
     for p in Partition.objects.filter(topic=topic).order_by("partition"):
-        logged = offsets.get(p.partition)
+        leader = reported.get((p.partition, p.leader))
         rows.append(PartitionRow(p.partition, p.leader, p.replicas, p.isr, p.leader_epoch, p.is_offline,
-                                 p.is_under_replicated, logged and logged.log_start_offset,
-                                 logged and logged.log_end_offset))
+                                 p.is_under_replicated, leader and leader.log_start_offset,
+                                 leader and leader.log_end_offset,
+                                 [reported[(p.partition, b)].size_bytes if (p.partition, b) in reported else None
+                                  for b in p.replicas]))
     return rows

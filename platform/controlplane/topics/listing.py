@@ -29,7 +29,7 @@ from django.db.models.functions import Coalesce
 from django.db.models.lookups import LessThan
 from django.utils import timezone
 
-from controlplane.metrics.models import PartitionLogOffsets, TopicMetricPoint, TopicReplicaSize
+from controlplane.metrics.models import PartitionReplicaSize, TopicMetricPoint, TopicReplicaSize
 
 from .models import NO_LEADER, Partition, Topic
 
@@ -62,7 +62,8 @@ def _per_topic(queryset: QuerySet, value) -> Subquery:
 def topic_summaries(name_contains: str = "", ordering: str = "name", now: datetime.datetime | None = None) -> QuerySet:
     """Topics annotated with `partition_count`, `replication_factor` (largest replica set, as Kafka's tools
     show during a reassignment), `under_replicated` and `offline` (partition counts), `size_bytes` (all replicas,
-    bytes), `messages` (Σ log end − log start over partitions) and `produce_rate` (messages/s).
+    bytes), `messages` (Σ log end − log start over partitions, as their leaders reported) and `produce_rate`
+    (messages/s).
 
     `ordering` is one of ORDERINGS, optionally prefixed with '-' (descending); topics not reported yet (null) come
     last either way, ties by name. Raises ValueError for any other ordering."""
@@ -79,7 +80,7 @@ def topic_summaries(name_contains: str = "", ordering: str = "name", now: dateti
             "pk", filter=LessThan(JsonArrayLength("isr"), JsonArrayLength("replicas")))), 0),
         offline=Coalesce(_per_topic(partitions, Count("pk", filter=Q(leader=NO_LEADER))), 0),
         size_bytes=_per_topic(TopicReplicaSize.objects.filter(topic=OuterRef("name")).order_by(), Sum("size_bytes")),
-        messages=_per_topic(PartitionLogOffsets.objects.filter(topic=OuterRef("name")).order_by(),
+        messages=_per_topic(PartitionReplicaSize.objects.filter(topic=OuterRef("name"), leader=True).order_by(),
                             Sum(F("log_end_offset") - F("log_start_offset"))),
         produce_rate=Coalesce(Subquery(
             TopicMetricPoint.objects.filter(topic=OuterRef("name"), resolution=RATE_BUCKET_S, start=last_minute)

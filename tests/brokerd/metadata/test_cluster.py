@@ -65,11 +65,11 @@ class FakePlane:
                 plane.record("GET", self.path, None, self.headers)
                 if "/session" in self.path:
                     return self._answer(200, {"watching": False})  # a server that cannot see hang-ups
-                query = dict(p.split("=") for p in self.path.split("?")[1].split("&"))
-                with plane.changed:
-                    plane.changed.wait_for(lambda: plane.version >= int(query["min_version"]),
-                                           int(query["wait_ms"]) / 1000)
-                    self._answer(200, plane.image)
+                query = dict(p.split("=") for p in self.path.split("?")[1].split("&")) if "?" in self.path else {}
+                with plane.changed:  # /metadata/changes
+                    plane.changed.wait_for(lambda: plane.version > int(query.get("since", -1)),
+                                           int(query.get("wait_ms", 0)) / 1000)
+                    self._answer(200, plane.answer_for(query))
 
             def do_POST(self) -> None:  # noqa: N802
                 body = self._body()
@@ -97,6 +97,10 @@ class FakePlane:
         with self._recording:  # requests and headers stay aligned when handler threads interleave
             self.requests.append((method, path, body))
             self.headers.append(dict(headers))
+
+    def answer_for(self, query: dict) -> dict:
+        """The body for a `/metadata/changes` query: always the snapshot (deltas: test_delta.py)."""
+        return self.image
 
     def publish(self, new_image: dict) -> None:
         with self.changed:

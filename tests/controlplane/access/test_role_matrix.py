@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db.models import Count
 from django.test import Client
+from django_celery_beat.models import PeriodicTask
 from rest_framework.test import APIClient
 
 from controlplane.access import actions
@@ -20,6 +21,7 @@ from controlplane.access.roles import role_of
 from controlplane.audit.models import AuditEntry
 from controlplane.groups import kafka_client
 from controlplane.groups.kafka_client import TopicPartition
+from controlplane.reports.models import ReportRun
 from controlplane.topics.models import Partition, Topic
 from tests.conftest import PASSWORD, user_with_role
 from tests.controlplane.groups.conftest import FakeGroupAdmin, FakeLog
@@ -60,6 +62,16 @@ MUTATIONS = [
                                                                     "name": "ci"})),
     Mutation(actions.REVOKE_USER_TOKEN, "console", ("post", "/tokens/revoke/", "bob's token")),
     Mutation(actions.SET_ROLE, "cli", ("set_role", "bob", "admin")),
+    # Reports (issue 16): run 4242 is a queued lag report run (`world`).
+    Mutation(actions.RUN_REPORTS, "console", ("post", "/reports/lag/run/", {"period_hours": "2"})),
+    Mutation(actions.RUN_REPORTS, "rest", ("post", "/api/reports/runs/", {"report": "lag",
+                                                                           "parameters": {"period_hours": 2}})),
+    Mutation(actions.CANCEL_REPORT_RUN, "console", ("post", "/reports/runs/4242/cancel/", {})),
+    Mutation(actions.CANCEL_REPORT_RUN, "rest", ("post", "/api/reports/runs/4242/cancel/", None)),
+    Mutation(actions.SCHEDULE_REPORTS, "console", ("post", "/reports/retention/schedule/",
+                                                   {"crontab": "0 3 * * *", "enabled": "on"})),
+    Mutation(actions.SCHEDULE_REPORTS, "rest", ("patch", "/api/reports/schedules/retention/",
+                                                {"crontab": "0 3 * * *"})),
     # topics (issue 12)
     Mutation(actions.CREATE_TOPICS, "rest", ("post", "/api/topics/", {"name": "audits", "replication_factor": 1})),
     Mutation(actions.ALTER_CONFIGS, "rest", ("patch", "/api/topics/orders/", {"configs": {"retention.ms": "1000"}})),
@@ -92,6 +104,7 @@ def world(cluster, monkeypatch):
     Partition.objects.filter(topic__name="orders", partition=0).update(leader=2)
     bob = user_with_role("bob", Role.OPERATOR)
     ApiToken.objects.create(user=bob, expiry=None, name="bob's")
+    ReportRun.objects.create(pk=4242, report="lag", run_id="lag-queued")
     return fake
 
 
@@ -101,7 +114,9 @@ def state(fake) -> tuple:
     bob_role = role_of(get_user_model().objects.get(username="bob"))
     topics = tuple(Topic.objects.order_by("name").annotate(n=Count("partitions")).values_list("name", "configs", "n"))
     return (tuple(sorted(fake.groups)), dict(fake.committed.get("etl", {})), leaders, topics,
-            tuple(ApiToken.objects.order_by("name").values_list("user__username", "name")), bob_role)
+            tuple(ApiToken.objects.order_by("name").values_list("user__username", "name")), bob_role,
+            tuple(ReportRun.objects.order_by("pk").values_list("run_id", "status")),
+            tuple(PeriodicTask.objects.order_by("name").values_list("name", "crontab_id", "enabled")))
 
 
 def perform(mutation: Mutation, user) -> str:
@@ -126,7 +141,7 @@ def perform(mutation: Mutation, user) -> str:
     if path != "/api/token/":  # that endpoint authenticates by the password in the body
         client.force_authenticate(user)
     status = getattr(client, method)(path, data, format="json").status_code
-    assert status in (200, 201, 204, 403), status
+    assert status in (200, 201, 202, 204, 403), status
     return "refused" if status == 403 else "done"
 
 
@@ -154,4 +169,5 @@ def test_every_action_with_a_front_end_is_in_the_matrix():
     assert {m.action for m in MUTATIONS} == {
         actions.RESET_OFFSETS, actions.DELETE_CONSUMER_GROUP, actions.ELECT_PREFERRED_LEADERS,
         actions.ELECT_UNCLEAN_LEADERS, actions.CREATE_TOKEN, actions.REVOKE_USER_TOKEN, actions.SET_ROLE,
+        actions.RUN_REPORTS, actions.CANCEL_REPORT_RUN, actions.SCHEDULE_REPORTS,
         actions.CREATE_TOPICS, actions.ALTER_CONFIGS, actions.CREATE_PARTITIONS, actions.DELETE_TOPICS}

@@ -4,18 +4,11 @@ client id) as the actor."""
 
 import pytest
 import requests
-from django.conf import settings
 from kafka.admin import KafkaAdminClient
 from kafka.errors import TopicAlreadyExistsError
 
 from tests.support.cluster import broker_cluster
 from tests.support.controlplane import ADMIN_PASSWORD, ADMIN_USER, control_plane
-
-pytestmark = [
-    # The control plane under test runs on its own SQLite: the PostgreSQL pass of `make test` would only repeat it.
-    pytest.mark.skipif(settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3",
-                       reason="independent of the test database; runs in the SQLite pass"),
-]
 
 
 def test_create_topics_by_kafka_python_is_audited_with_the_client(tmp_path):

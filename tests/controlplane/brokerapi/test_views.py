@@ -200,6 +200,37 @@ def test_metadata_long_poll_wakes_promptly_on_a_change():
     assert answered["at"] - changed_at < 1.0  # polled every 20 ms; generous for slow CI machines
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("query", ["since=x", "since=1&wait_ms=y"])
+def test_metadata_changes_with_bad_parameters_is_invalid(client, query):
+    assert client.get(f"{API}/metadata/changes?{query}").json()["error"] == "INVALID_REQUEST"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_metadata_changes_long_poll_wakes_with_the_delta():
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {settings.STROM_CLUSTER_SECRET}")
+    since = version()
+    answered = {}
+
+    def poll():
+        answered["body"] = call(client, "GET", f"/metadata/changes?since={since}&wait_ms=20000")[1]
+        answered["at"] = time.monotonic()
+
+    waiters = [threading.Thread(target=poll) for _ in range(3)]  # one poller serves them all
+    for waiter in waiters:
+        waiter.start()
+    waiters[0].join(0.3)
+    assert waiters[0].is_alive(), "the poll answered although nothing changed"
+    changed_at = time.monotonic()
+    register(client, 6)
+    for waiter in waiters:
+        waiter.join(10)
+    body = answered["body"]
+    assert (body["type"], body["since"], body["metadata_version"]) == ("delta", since, since + 1)
+    assert [r["broker_id"] for r in body["records"] if r["type"] == "broker"] == [6]
+    assert answered["at"] - changed_at < 1.0  # one poller reads the version every 20 ms
+
+
 def session(client, broker_id, epoch, peer=None, hold_ms=20_000):
     """The broker's session request, served as gunicorn would (its client socket in the environ)."""
     extra = {} if peer is None else {"gunicorn.socket": peer}

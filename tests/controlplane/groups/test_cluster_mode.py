@@ -7,19 +7,13 @@ import sys
 
 import pytest
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from django.conf import settings
 
 from tests.conftest import ROOT
 from tests.controlplane.groups.real_cluster import BROKER_OVERRIDES, committed, create_topic, member, produce
 from tests.support.cluster import broker_cluster
 from tests.support.controlplane import control_plane
 
-pytestmark = [
-    pytest.mark.slow,
-    # The control plane under test runs on its own SQLite: the PostgreSQL pass of `make test` would only repeat it.
-    pytest.mark.skipif(settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3",
-                       reason="independent of the test database; runs in the SQLite pass"),
-]
+pytestmark = pytest.mark.slow
 
 
 def consumer_groups(plane, *args: str) -> list[list[str]]:

@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 import pytest
 from django.db.models import Sum
 
-from controlplane.metrics.ingest import LAG_TOPIC, METRICS_TOPIC, SampleRecord, ingest
+from controlplane.metrics.ingest import LAG_TOPIC, METRICS_TOPIC, SampleRecord, ingest, to_datetime
 from controlplane.metrics.models import (
     BrokerMetricPoint,
     LagMetricPoint,
     LogDirMetricPoint,
-    PartitionLogOffsets,
+    PartitionReplicaSize,
     TopicMetricPoint,
 )
 from controlplane.metrics.prune import prune_points
@@ -51,7 +51,10 @@ class BrokerStream:
         for topic, (bytes_in, size) in topics.items():
             records.append(self._record({**head, "type": "topic", "topic": topic,
                                          "counters": dict.fromkeys(COUNTERS, 0) | {"bytes_in": bytes_in},
-                                         "size_bytes": size, "partitions": [{"partition": 0, "size_bytes": size}]}))
+                                         "size_bytes": size, "partitions": [
+                                             {"partition": 0, "size_bytes": size, "log_start_offset": 0,
+                                              "log_end_offset": bytes_in, "leader": self.broker_id == 1,
+                                              "log_dir": f"/d{self.broker_id}"}]}))
         self.since = ts
         return records
 
@@ -108,6 +111,16 @@ def test_topic_sizes_add_up_over_brokers_and_traffic_over_topics():
     assert TopicMetricPoint.objects.get(resolution=10, topic="u").bytes_in == 0
 
 
+def test_each_replicas_latest_size_is_kept_for_the_retention_report():
+    one, two = BrokerStream(1), BrokerStream(2)
+    ingest(one.round(T0 + 10_000, {}, {"t": (10, 1000)}) + two.round(T0 + 10_000, {}, {"t": (20, 1500)}))
+    ingest(one.round(T0 + 20_000, {}, {"t": (30, 1200)}))
+    replicas = PartitionReplicaSize.objects.order_by("broker_id").values_list(
+        "broker_id", "topic", "partition", "log_dir", "size_bytes", "leader", "log_end_offset")
+    assert list(replicas) == [(1, "t", 0, "/d1", 1200, True, 30), (2, "t", 0, "/d2", 1500, False, 20)]
+    assert PartitionReplicaSize.objects.get(broker_id=1).sampled_at == to_datetime(T0 + 20_000)
+
+
 def test_history_seen_only_from_the_middle_is_a_baseline_not_a_spike():
     broker = BrokerStream(1)
     broker.round(T0 + 10_000, {"bytes_in": 10**9}, {"t": (10**9, 1)})  # published before we were installed
@@ -150,26 +163,3 @@ def test_the_prune_task_is_in_the_beat_schedule():
     task = PeriodicTask.objects.get(name=TASK_NAME)
     assert (task.task, task.enabled, task.interval.every, task.interval.period) == (TASK, True, 600, "seconds")
     assert prune_metric_rollups.name == TASK
-
-
-def _topic_record(broker: int, offset: int, ts: int, partitions: list[dict]) -> SampleRecord:
-    value = {"v": 1, "type": "topic", "cluster": "c", "broker": broker, "ts": ts, "since": ts - 10_000,
-             "started": T0, "topic": "orders", "counters": dict.fromkeys(COUNTERS, 0), "size_bytes": 1,
-             "partitions": partitions}
-    return SampleRecord(METRICS_TOPIC, broker, offset, json.dumps(value).encode())
-
-
-def test_partition_offsets_come_from_the_latest_leader_report():
-    def part(p: int, leader: bool, start: int, end: int) -> dict:
-        return {"partition": p, "size_bytes": 1, "log_start_offset": start, "log_end_offset": end, "leader": leader,
-                "log_dir": "/d"}
-
-    ingest([_topic_record(1, 0, T0 + 10_000, [part(0, True, 0, 100), part(1, False, 0, 40)]),
-            _topic_record(2, 0, T0 + 10_000, [part(0, False, 0, 90), part(1, True, 5, 50)])])
-    assert {(o.partition, o.log_start_offset, o.log_end_offset, o.broker_id)
-            for o in PartitionLogOffsets.objects.all()} == {(0, 0, 100, 1), (1, 5, 50, 2)}
-    # broker 2 takes partition 0 over and reports it later; broker 1's older round arriving afterwards is ignored
-    ingest([_topic_record(2, 1, T0 + 30_000, [part(0, True, 10, 130)]),
-            _topic_record(1, 1, T0 + 20_000, [part(0, True, 0, 120)])])
-    assert PartitionLogOffsets.objects.values_list("log_start_offset", "log_end_offset", "broker_id").get(
-        partition=0) == (10, 130, 2)

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from controlplane.access.actions import Role
 from controlplane.audit.models import AuditEntry
-from controlplane.metrics.models import PartitionLogOffsets, TopicMetricPoint, TopicReplicaSize
+from controlplane.metrics.models import PartitionReplicaSize, TopicMetricPoint, TopicReplicaSize
 from controlplane.topics.listing import RATE_BUCKET_S
 from controlplane.topics.models import Partition, Topic
 from tests.conftest import user_with_role
@@ -26,15 +26,19 @@ def admin_client(db):
 
 @pytest.fixture
 def sampled(cluster):
-    """Metrics for 'orders': 1000 + 500 bytes on brokers 1 and 2, offsets [0, 10), [5, 25), none for partition 2;
-    600 messages in the last complete minute."""
+    """Metrics for 'orders': 1000 + 500 bytes on brokers 1 and 2; partition 0 led by 1 holds [0, 10), partition 1
+    led by 2 [5, 25), each replica 100 × its broker id bytes; nothing for partition 2; 600 messages in the last
+    complete minute."""
     now = timezone.now()
     for broker, size in ((1, 1000), (2, 500)):
         TopicReplicaSize.objects.create(broker_id=broker, topic="orders", size_bytes=size, partitions=3,
                                         sampled_at=now)
-    for partition, start, end in ((0, 0, 10), (1, 5, 25)):
-        PartitionLogOffsets.objects.create(topic="orders", partition=partition, log_start_offset=start,
-                                           log_end_offset=end, broker_id=1, sampled_at=now)
+    for partition, leader, start, end in ((0, 1, 0, 10), (1, 2, 5, 25)):
+        for broker in (1, 2):  # a follower's (smaller) offsets count for nothing
+            PartitionReplicaSize.objects.create(
+                broker_id=broker, topic="orders", partition=partition, log_dir="/d", size_bytes=100 * broker,
+                leader=broker == leader, log_start_offset=start, log_end_offset=end if broker == leader else end - 1,
+                sampled_at=now)
     minute = datetime.datetime.fromtimestamp((now.timestamp() // RATE_BUCKET_S - 1) * RATE_BUCKET_S, tz=datetime.UTC)
     TopicMetricPoint.objects.create(resolution=RATE_BUCKET_S, start=minute, topic="orders", messages_in=600)
     return now
@@ -82,8 +86,9 @@ def test_list_takes_a_constant_number_of_queries(api_client, cluster):
 def test_detail_has_partitions_and_configs_with_source(api_client, sampled):
     body = api_client.get("/api/topics/orders/").json()
     assert [(p["partition"], p["leader"], p["replicas"], p["under_replicated"], p["log_start_offset"],
-             p["log_end_offset"]) for p in body["partitions"]] == [
-        (0, 1, [1, 2, 3], False, 0, 10), (1, 2, [2, 3, 1], True, 5, 25), (2, 3, [3, 1, 2], False, None, None)]
+             p["log_end_offset"], p["replica_sizes"]) for p in body["partitions"]] == [
+        (0, 1, [1, 2, 3], False, 0, 10, [100, 200, None]), (1, 2, [2, 3, 1], True, 5, 25, [200, None, 100]),
+        (2, 3, [3, 1, 2], False, None, None, [None, None, None])]
     configs = {c["name"]: c for c in body["config_entries"]}
     assert (configs["retention.ms"]["value"], configs["retention.ms"]["source"]) == ("3600000", "topic")
     assert configs["cleanup.policy"] == {**configs["cleanup.policy"], "value": "delete", "source": "default",

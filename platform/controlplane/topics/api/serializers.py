@@ -36,6 +36,8 @@ class TopicPartitionRowSerializer(serializers.Serializer):
     under_replicated = serializers.BooleanField()
     log_start_offset = serializers.IntegerField(allow_null=True)
     log_end_offset = serializers.IntegerField(allow_null=True)
+    replica_sizes = serializers.ListField(child=serializers.IntegerField(allow_null=True),
+                                          help_text="bytes of each replica in `replicas` order (null: not reported)")
 
 
 class ConfigEntrySerializer(serializers.Serializer):

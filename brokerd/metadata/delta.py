@@ -1,0 +1,111 @@
+"""Applying the control plane's metadata log to a `ClusterImage` (KRaft's MetadataDelta).
+
+The control plane answers `GET /metadata/changes?since=N` with either a snapshot (the full image) or a delta:
+`{"type": "delta", "since": N, "metadata_version": V, "cluster_id", "controller_id", "records": [...]}`, the
+newest state of every broker, topic and partition that changed in versions N+1..V (record formats in
+`controlplane.cluster.changelog`). Records come ordered by kind: brokers, removed topics, topics, partitions.
+
+Rules (each enforced here, each a `DeltaGapError` when violated, after which the broker loads a snapshot):
+
+* a delta from N to V applies to an image of any version in N..V: records are whole new states and the delta
+  holds every one changed after N, so applying it to an image newer than N (e.g. one a concurrent request
+  already moved on) also gives version V;
+* a partitions record (a topic's changed partitions) applies only to the topic of that name *and id* (one of
+  a topic since removed or re-created is skipped); a topic record with an id the image does not hold under
+  that name replaces the topic (an empty partition list, which the partitions records that follow fill);
+* partition indexes of a topic stay 0..n-1: a record may replace a partition or append the next index; a
+  record leaving a gap is an error.
+
+Cost: O(records + topics) per delta (the topics mapping is copied; untouched topics are shared), never
+O(partitions).
+"""
+
+from collections.abc import Callable, Mapping
+
+from brokerd.metadata.image import BrokerEndpoint, ClusterImage, PartitionAssignment, TopicMetadata
+from brokerd.types import BrokerId
+
+__all__ = ("DeltaGapError", "apply_delta", "is_delta")
+
+
+class DeltaGapError(Exception):
+    """The delta does not apply to this image (another version, or records that leave it inconsistent)."""
+
+
+def is_delta(body: Mapping) -> bool:
+    return body.get("type") == "delta"
+
+
+def apply_delta(image: ClusterImage, body: Mapping, *, parse_broker: Callable[[Mapping], BrokerEndpoint],
+                parse_partition: Callable[[Mapping], PartitionAssignment],
+                choose_controller: Callable[[tuple[BrokerEndpoint, ...], object], BrokerId]) -> ClusterImage:
+    """The image of version `body["metadata_version"]`: `image` (of a version from `body["since"]` on) with the delta's
+    records applied. The callbacks read records as the snapshot parser reads image entries:
+    `parse_broker`, `parse_partition`, and `choose_controller(brokers, proposed id)`."""
+    since, version = int(body["since"]), int(body["metadata_version"])
+    if not since <= image.metadata_version <= version:
+        raise DeltaGapError(f"a delta from version {since} to {version} does not apply to version "
+                            f"{image.metadata_version}")
+    if str(body.get("cluster_id", image.cluster_id)) != image.cluster_id:
+        raise DeltaGapError(f"a delta of cluster {body.get('cluster_id')} does not apply to {image.cluster_id}")
+    brokers = {b.node_id: b for b in image.brokers}
+    topics = dict(image.topics)
+    partitions: dict[str, list[PartitionAssignment]] = {}  # topics whose partitions change, copied on first use
+    for record in body.get("records", ()):
+        kind = record["type"]
+        if kind == "broker":
+            endpoint = parse_broker(record)
+            brokers[endpoint.node_id] = endpoint
+        elif kind == "broker_removed":
+            brokers.pop(int(record["broker_id"]), None)
+        elif kind == "topic_removed":
+            held = topics.get(record["name"])
+            if held is not None and held.topic_id == record["topic_id"]:
+                del topics[record["name"]]
+                partitions.pop(record["name"], None)
+        elif kind == "topic":
+            _apply_topic(topics, partitions, record)
+        elif kind == "partitions":
+            for entry in record["partitions"]:
+                _apply_partition(topics, partitions, parse_partition(entry), record)
+        else:
+            raise DeltaGapError(f"unknown metadata record type {kind!r}")
+    for name, entries in partitions.items():
+        held = topics[name]
+        topics[name] = TopicMetadata(held.name, held.topic_id, tuple(entries), held.configs)
+    ordered = tuple(sorted(brokers.values(), key=lambda b: b.node_id))
+    return ClusterImage(cluster_id=image.cluster_id,
+                        controller_id=choose_controller(ordered, body.get("controller_id", image.controller_id)),
+                        brokers=ordered, topics=topics, metadata_version=version)
+
+
+def _configs(record: Mapping) -> dict[str, str]:
+    return {k: str(v) for k, v in (record.get("configs") or {}).items() if v is not None}
+
+
+def _apply_topic(topics: dict[str, TopicMetadata], partitions: dict[str, list[PartitionAssignment]],
+                 record: Mapping) -> None:
+    name, topic_id = record["name"], str(record["topic_id"])
+    held = topics.get(name)
+    if held is not None and held.topic_id == topic_id:
+        topics[name] = TopicMetadata(name, topic_id, held.partitions, _configs(record))
+    else:  # new, or re-created under the same name: its partitions follow
+        topics[name] = TopicMetadata(name, topic_id, (), _configs(record))
+        partitions[name] = []
+
+
+def _apply_partition(topics: dict[str, TopicMetadata], partitions: dict[str, list[PartitionAssignment]],
+                     assignment: PartitionAssignment, record: Mapping) -> None:
+    held = topics.get(record["topic"])
+    if held is None or held.topic_id != str(record["topic_id"]):
+        return  # a topic since removed or re-created
+    entries = partitions.get(held.name)
+    if entries is None:
+        entries = partitions[held.name] = list(held.partitions)
+    index = assignment.partition
+    if index < len(entries):
+        entries[index] = assignment
+    elif index == len(entries):
+        entries.append(assignment)
+    else:
+        raise DeltaGapError(f"partition {held.name}-{index} after {len(entries)} partitions")

@@ -1,0 +1,128 @@
+"""brokerd's metadata-log applier: every record type, deltas that do not apply (another version, a gap in a
+topic's partitions, an unknown record), and the store falling back to a snapshot. The control plane's side,
+against the full image as oracle, is tests/controlplane/cluster/test_changelog.py."""
+
+import asyncio
+
+import pytest
+
+from brokerd.metadata.cluster import ClusterMetadataStore, apply_body, parse_image
+from brokerd.metadata.delta import DeltaGapError
+
+from .test_cluster import FakePlane, image, settings, until
+
+TOPIC_ID = "4f0e2a6c-7d1b-4c4e-9a51-0d1f6b3e2a10"
+OTHER_ID = "00000000-0000-4000-8000-000000000001"
+
+
+def delta(since: int, version: int, *records: dict, cluster_id: str = "c1") -> dict:
+    return {"type": "delta", "cluster_id": cluster_id, "controller_id": 1, "since": since,
+            "metadata_version": version, "records": list(records)}
+
+
+def partition(index: int, leader: int = 2, topic: str = "t", topic_id: str = TOPIC_ID) -> dict:
+    """A partitions record of one partition."""
+    return {"type": "partitions", "topic": topic, "topic_id": topic_id, "partitions": [
+        {"partition": index, "replicas": [1, 2, 3], "isr": [2, 3], "leader": leader, "leader_epoch": 5,
+         "partition_epoch": 8}]}
+
+
+def broker(broker_id: int, state: str = "running") -> dict:
+    return {"type": "broker", "broker_id": broker_id, "listeners": f"PLAINTEXT://127.0.0.1:{9000 + broker_id}",
+            "rack": "r1", "state": state, "registration_epoch": 2}
+
+
+BASE = parse_image(image(1))
+
+
+@pytest.mark.parametrize(("records", "check"), [
+    ([broker(4)], lambda img: img.broker(4).port == 9004 and img.broker(4).rack == "r1"),
+    ([broker(1, "fenced")], lambda img: img.broker(1).fenced and img.controller_id == 2),
+    ([{"type": "broker_removed", "broker_id": 3}], lambda img: img.broker(3) is None),
+    ([{"type": "topic", "name": "t", "topic_id": TOPIC_ID, "configs": {"retention.ms": "5"}}],
+     lambda img: img.topics["t"].configs == {"retention.ms": "5"} and len(img.topics["t"].partitions) == 1),
+    ([{"type": "topic", "name": "u", "topic_id": OTHER_ID, "configs": {}}, partition(0, topic="u", topic_id=OTHER_ID)],
+     lambda img: img.partition("u", 0).leader_id == 2 and img.topic_by_id(img.topics["u"].uuid).name == "u"),
+    ([{"type": "topic_removed", "name": "t", "topic_id": TOPIC_ID}], lambda img: "t" not in img.topics),
+    ([{"type": "topic_removed", "name": "t", "topic_id": OTHER_ID}], lambda img: "t" in img.topics),
+    ([partition(0)], lambda img: (img.partition("t", 0).leader_id, img.partition("t", 0).isr) == (2, (2, 3))),
+    ([partition(1), partition(2, leader=None)], lambda img: img.partition("t", 2).leader_id == -1),
+    # re-created under the same name: the old partitions go, the new ones follow
+    ([{"type": "topic", "name": "t", "topic_id": OTHER_ID, "configs": {}}, partition(0, topic_id=OTHER_ID)],
+     lambda img: img.topics["t"].topic_id == OTHER_ID and len(img.topics["t"].partitions) == 1),
+    # a partition record of a topic since re-created or removed is skipped
+    ([partition(0, leader=3, topic_id=OTHER_ID)], lambda img: img.partition("t", 0).leader_id == 1),
+    ([partition(0, topic="gone")], lambda img: "gone" not in img.topics),
+])
+def test_each_record_type_is_applied(records, check):
+    applied = apply_body(BASE, delta(1, 2, *records))
+    assert applied.metadata_version == 2 and check(applied)
+
+
+def test_an_empty_delta_only_moves_the_version():
+    applied = apply_body(BASE, delta(1, 3))
+    assert applied.metadata_version == 3 and applied.topics == BASE.topics and applied.brokers == BASE.brokers
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    (delta(2, 3, partition(0)), "from version 2"),  # missing version 2: a newer delta than we can take
+    (delta(0, 0), "to 0"),  # older than the image
+    (delta(1, 2, partition(2)), "after 1 partitions"),  # a gap in the partition indexes
+    (delta(1, 2, {"type": "feature_level"}), "unknown metadata record"),
+    (delta(1, 2, cluster_id="other"), "cluster"),
+])
+def test_a_delta_that_does_not_apply_is_refused(body, reason):
+    with pytest.raises(DeltaGapError, match=reason):
+        apply_body(BASE, body)
+
+
+def test_a_delta_applies_to_an_image_newer_than_its_start():
+    newer = apply_body(BASE, delta(1, 2, partition(0, leader=3)))
+    assert apply_body(newer, delta(1, 4, partition(0, leader=2))).partition("t", 0).leader_id == 2
+
+
+def test_a_snapshot_replaces_the_image():
+    assert apply_body(BASE, {"type": "snapshot", **image(9, leader=3)}) == parse_image(image(9, leader=3))
+
+
+class DeltaPlane(FakePlane):
+    """The fake control plane answering `since=N` with `self.deltas[N]` when it has one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deltas: dict[int, dict] = {}
+
+    def answer_for(self, query: dict) -> dict:
+        since = query.get("since")
+        return self.deltas.get(int(since), self.image) if since is not None else self.image
+
+
+@pytest.fixture
+def plane():
+    fake = DeltaPlane()
+    fake.thread.start()
+    yield fake
+    fake.publish(image(10_000))
+    fake.server.shutdown()
+
+
+def test_the_store_applies_deltas_and_falls_back_to_a_snapshot(plane):
+    async def scenario():
+        store = ClusterMetadataStore(settings(plane.url))
+        await store.start()
+        try:
+            assert store.image.metadata_version == 1
+            plane.deltas[1] = delta(1, 2, partition(0, leader=3))
+            plane.publish({**image(2, leader=3), "topics": []})  # the snapshot differs: the delta must be used
+            await until(lambda: store.image.metadata_version == 2)
+            assert store.image.partition("t", 0).leader_id == 3
+            plane.deltas[2] = delta(2, 3, partition(4))  # does not apply: the store loads the snapshot
+            plane.publish(image(3, leader=2))
+            await until(lambda: store.image.metadata_version == 3)
+            assert store.image == parse_image(image(3, leader=2))
+            snapshots = [path for _, path, _ in plane.requests if "/metadata/changes" in path and "since=" not in path]
+            assert len(snapshots) == 2  # the first load and the fallback
+        finally:
+            await store.stop()
+
+    asyncio.run(scenario())

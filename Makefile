@@ -7,7 +7,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint fuzz bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-metadata bench-reassignment clean
+.PHONY: run test setup lint fuzz bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-metadata \
+	bench-reassignment bench-console clean
 
 # Reinstall only when the pins or the packaging change.
 $(STAMP): requirements.txt pyproject.toml
@@ -73,6 +74,9 @@ bench-metrics: $(STAMP)
 bench-dashboard: $(STAMP)
 	@scripts/ensure_system_packages.sh test
 	$(BIN)/python -m bench.dashboard
+
+bench-console: $(STAMP)
+	$(BIN)/python -m bench.console
 
 clean:
 	rm -rf $(VENV) var *.egg-info

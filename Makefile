@@ -7,7 +7,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-metadata bench-reassignment bench-latency clean
+.PHONY: run test setup lint fuzz bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-metadata \
+	bench-reassignment bench-console bench-latency clean
 
 # Reinstall only when the pins or the packaging change.
 $(STAMP): requirements.txt pyproject.toml
@@ -31,6 +32,17 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+
+# Every fuzz target under atheris for FUZZ_SECONDS each (new inputs kept in var/fuzz/, crashes in var/fuzz/crashes/).
+FUZZ_SECONDS ?= 600
+fuzz: $(STAMP)
+	@mkdir -p var/fuzz
+	@status=0; for target in $$($(BIN)/python -c "from tests.fuzz.targets import TARGETS; print(*TARGETS)"); do \
+		echo "== $$target ($(FUZZ_SECONDS) s, log var/fuzz/$$target.log)"; \
+		$(BIN)/python -m tests.fuzz.run $$target --seconds $(FUZZ_SECONDS) > var/fuzz/$$target.log 2>&1 \
+			|| { tail -30 var/fuzz/$$target.log; status=1; }; \
+		grep -E "DONE|stat::number_of_executed_units" var/fuzz/$$target.log; \
+	done; exit $$status
 
 # Benchmarks print ratios against peers measured in the same run (never timed unit tests).
 bench-storage: $(STAMP)
@@ -66,6 +78,9 @@ bench-metrics: $(STAMP)
 bench-dashboard: $(STAMP)
 	@scripts/ensure_system_packages.sh test
 	$(BIN)/python -m bench.dashboard
+
+bench-console: $(STAMP)
+	$(BIN)/python -m bench.console
 
 clean:
 	rm -rf $(VENV) var *.egg-info

@@ -79,14 +79,38 @@ class MetricsSettings:
     without losing history."""
 
 
+INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """What one client connection, one address and all clients together may hold (Kafka's socket-server
+    keys; sizes in bytes, durations in ms)."""
+
+    request_max_bytes: int = 104_857_600
+    """`socket.request.max.bytes`: a size prefix above it closes the connection before any byte of the
+    frame is buffered."""
+    max_idle_ms: int = 600_000
+    """`connections.max.idle.ms`: a connection that completes no request and drains no response for this
+    long is closed (a client trickling bytes, slowloris, or never reading its responses included)."""
+    max_connections: int = INT_MAX
+    """`max.connections`: connections beyond it are closed as soon as they are accepted."""
+    max_connections_per_ip: int = INT_MAX
+    """`max.connections.per.ip`: a new connection from an address holding this many is closed at once."""
+    max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+    """`max.connections.per.ip.overrides` (`host:count,...`): per-address exceptions."""
+
+    def per_ip_limit(self, host: str) -> int:
+        return self.max_connections_per_ip_overrides.get(host, self.max_connections_per_ip)
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
     node_id: int
     listeners: tuple[Listener, ...]
     advertised_listeners: tuple[Listener, ...]
     log_dirs: tuple[Path, ...]
-    socket_request_max_bytes: int = 104_857_600
-    connections_max_idle_ms: int = 600_000
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     auto_create_topics_enable: bool = True
     num_partitions: int = 1
     default_replication_factor: int = 1
@@ -124,6 +148,11 @@ def load_properties(path: Path) -> dict[str, str]:
         text = path.read_text()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    return parse_properties(text, str(path))
+
+
+def parse_properties(text: str, source: str) -> dict[str, str]:
+    """The properties of `text` (the syntax of `load_properties`); `source` names it in errors."""
     properties: dict[str, str] = {}
     pending = ""
     for raw in text.splitlines():
@@ -136,7 +165,7 @@ def load_properties(path: Path) -> dict[str, str]:
             continue
         match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
         if not match:
-            raise ConfigError(f"{path}: cannot parse line '{line}'")
+            raise ConfigError(f"{source}: cannot parse line '{line}'")
         properties[match[1]] = match[2]
     return properties
 
@@ -212,6 +241,30 @@ def metrics_settings(properties: Mapping[str, str], standalone: bool) -> Metrics
     )
 
 
+def connection_limits(properties: Mapping[str, str]) -> ConnectionLimits:
+    """Kafka's socket-server limits; `max.connections.per.ip` 0 admits only the addresses overridden."""
+    defaults = ConnectionLimits()
+    overrides: dict[str, int] = {}
+    for item in properties.get("max.connections.per.ip.overrides", "").split(","):
+        if not item.strip():
+            continue
+        host, sep, count = item.strip().rpartition(":")
+        if not sep or not host or not count.strip().isdigit():
+            raise ConfigError(f"max.connections.per.ip.overrides: '{item.strip()}' is not host:count")
+        overrides[host.strip("[]")] = int(count)
+    per_ip = _int(properties, "max.connections.per.ip", defaults.max_connections_per_ip)
+    if per_ip == 0 and not overrides:
+        raise ConfigError("max.connections.per.ip: 0 admits nobody unless max.connections.per.ip.overrides "
+                          "names some addresses")
+    return ConnectionLimits(
+        request_max_bytes=_int(properties, "socket.request.max.bytes", defaults.request_max_bytes, 1),
+        max_idle_ms=_int(properties, "connections.max.idle.ms", defaults.max_idle_ms, 1),
+        max_connections=_int(properties, "max.connections", defaults.max_connections, 1),
+        max_connections_per_ip=per_ip,
+        max_connections_per_ip_overrides=overrides,
+    )
+
+
 def build_config(properties: Mapping[str, str], environ: Mapping[str, str] | None = None) -> BrokerConfig:
     """Validate `properties` (Kafka key names) into a BrokerConfig. Raises ConfigError."""
     environ = os.environ if environ is None else environ
@@ -245,8 +298,7 @@ def build_config(properties: Mapping[str, str], environ: Mapping[str, str] | Non
         listeners=listeners,
         advertised_listeners=advertised,
         log_dirs=log_dirs,
-        socket_request_max_bytes=_int(properties, "socket.request.max.bytes", 104_857_600, 1),
-        connections_max_idle_ms=_int(properties, "connections.max.idle.ms", 600_000, 1),
+        connections=connection_limits(properties),
         auto_create_topics_enable=_bool(properties, "auto.create.topics.enable", True),
         num_partitions=_int(properties, "num.partitions", 1, 1),
         default_replication_factor=_int(properties, "default.replication.factor", 1, 1),

@@ -11,6 +11,10 @@ from enum import Enum
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
+MAX_PARTITIONS = 100_000
+"""Partitions a topic may have, Strom's sanity bound (Kafka has none short of memory): CreateTopics and
+CreatePartitions beyond it are refused with INVALID_PARTITIONS instead of exhausting a broker or the
+control plane."""
 
 
 class ConfigType(Enum):

@@ -14,8 +14,7 @@ from brokerd.metadata.errors import (
 from brokerd.metadata.image import ClusterImage, NewTopic
 from kafkaspec import topic_config, topic_names
 
-MAX_PARTITIONS = 100_000
-"""A sanity bound (Kafka has none short of memory); refuses requests that would exhaust the broker."""
+MAX_PARTITIONS = topic_config.MAX_PARTITIONS
 
 
 @dataclass(frozen=True, slots=True)

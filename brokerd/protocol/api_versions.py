@@ -56,6 +56,7 @@ SUPPORTED_APIS: dict[int, ApiVersionRange] = {
         ApiVersionRange(_K.OFFSET_FOR_LEADER_EPOCH, 0, 4),
         ApiVersionRange(_K.DESCRIBE_CONFIGS, 0, 4),
         ApiVersionRange(_K.ALTER_CONFIGS, 0, 2),
+        ApiVersionRange(_K.DESCRIBE_LOG_DIRS, 0, 4),
         ApiVersionRange(_K.CREATE_PARTITIONS, 0, 3),
         ApiVersionRange(_K.DELETE_GROUPS, 0, 2),
         ApiVersionRange(_K.ELECT_LEADERS, 0, 2),

@@ -23,6 +23,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from brokerd.protocol.api_keys import ApiKey
+from brokerd.protocol.bounds import check_lengths
 from brokerd.protocol.errors import MalformedRequestError
 from brokerd.varints import VarintError, read_uvarint
 
@@ -32,6 +33,10 @@ _SIZE_AND_CORRELATION = struct.Struct(">ii")
 _SIZE = struct.Struct(">i")
 _NO_TAGS = b"\0"
 """An empty tagged-field section (flexible headers)."""
+_DECODE_ERRORS = (SerialError, ValueError, TypeError, OverflowError, KeyError, IndexError)
+"""What kio's reader raises on bytes that are not a message of the schema: KeyError for a tagged field the
+schema lacks (Kafka would skip it; kio cannot, so such a request is malformed here), the rest for bad
+lengths, values and truncation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +100,12 @@ class MessageCodec:
     flexible: bool
 
     def decode_request(self, frame: bytes, offset: int) -> object:
+        """The request body at `offset`; every length and count is checked against the frame first
+        (`bounds`: kio's native reader would reserve memory for a lying array count and abort the process)."""
+        check_lengths(self.request_type, frame, offset)
         try:
             request, _size = entity_reader(self.request_type)(frame, offset)
-        except (SerialError, ValueError, TypeError, OverflowError) as exc:
+        except _DECODE_ERRORS as exc:
             raise MalformedRequestError(
                 f"cannot decode {self.request_type.__name__} v{self.version}: {exc}"
             ) from exc
@@ -165,6 +173,6 @@ def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, obje
         offset = _skip_tagged_fields(frame, offset)
     try:
         response, _size = entity_reader(codec.response_type)(frame, offset)
-    except (SerialError, ValueError, TypeError, OverflowError) as exc:
+    except _DECODE_ERRORS as exc:
         raise MalformedRequestError(f"cannot decode {codec.response_type.__name__}: {exc}") from exc
     return correlation_id, response

@@ -229,26 +229,62 @@ _XERIAL_HEADER_SIZE = 16
 _CHUNK_LENGTH = struct.Struct(">i")
 
 
-def _snappy_decompress(data: memoryview) -> bytes:
-    """Kafka's Java producer frames snappy the xerial way (header + length-prefixed raw blocks)."""
+MAX_DECOMPRESSED_BYTES = 128 * 1024 * 1024
+"""The most a batch's records section (or a legacy wrapper message) may inflate to: a batch that would
+decompress to more is refused with INVALID_RECORD, having cost at most this much memory (a decompression
+bomb: 10 MB of gzip-compressed zeros inflate to 10 GB). Kafka's own limit is implicit (the JVM heap); 128 MiB is 128
+times `message.max.bytes`' default, far beyond what a real producer's compression reaches."""
+_FIRST_GUESS_RATIO = 8
+_MIN_GUESS = 64 * 1024
+_BUFFER_TOO_SMALL = "failed to write whole buffer"
+_STREAM_DECOMPRESSORS = {GZIP: cramjam.gzip, LZ4: cramjam.lz4, ZSTD: cramjam.zstd}
+
+
+def _bounded(module, data: bytes | memoryview, limit: int) -> memoryview:
+    """`data` decompressed by a cramjam codec module into a buffer that starts at 8x the input and grows
+    4x while the output does not fit, up to `limit` bytes: never more memory than the output needs (or
+    the limit) and at most about twice the work."""
+    size = min(limit, max(_MIN_GUESS, _FIRST_GUESS_RATIO * len(data)))
+    while True:
+        out = bytearray(size)
+        try:
+            return memoryview(out)[: module.decompress_into(data, out)]
+        except cramjam.DecompressionError as exc:
+            if _BUFFER_TOO_SMALL not in str(exc):
+                raise
+            if size >= limit:
+                raise InvalidRecordError(f"records decompress to more than {limit} bytes") from None
+            size = min(limit, size * 4)
+
+
+def _snappy_length(data: memoryview, limit: int) -> int:
+    """The decompressed length a raw snappy block declares, checked against `limit` before inflating."""
+    length = cramjam.snappy.decompress_raw_len(data)
+    if length > limit:
+        raise InvalidRecordError(f"records decompress to more than {limit} bytes")
+    return length
+
+
+def _snappy_decompress(data: memoryview, limit: int) -> memoryview:
+    """Kafka's Java producer frames snappy the xerial way (header + length-prefixed raw blocks); others
+    send one raw block. Every block's declared length is checked before it is inflated."""
     if bytes(data[: len(_XERIAL_MAGIC)]) != _XERIAL_MAGIC:
-        return bytes(cramjam.snappy.decompress_raw(data))
+        _snappy_length(data, limit)
+        return memoryview(bytes(cramjam.snappy.decompress_raw(data)))
     out = bytearray()
     position = _XERIAL_HEADER_SIZE
     while position < len(data):
+        if position + _CHUNK_LENGTH.size > len(data):
+            raise CorruptRecordError("xerial snappy chunk length truncated")
         (length,) = _CHUNK_LENGTH.unpack_from(data, position)
         position += _CHUNK_LENGTH.size
-        out += cramjam.snappy.decompress_raw(data[position : position + length])
+        if length < 0 or position + length > len(data):
+            raise CorruptRecordError(f"xerial snappy chunk of {length} bytes overruns the batch")
+        block = data[position : position + length]
+        _snappy_length(block, limit - len(out))
+        out += cramjam.snappy.decompress_raw(block)
         position += length
-    return bytes(out)
-
-
-_DECOMPRESSORS = {
-    GZIP: lambda data: bytes(cramjam.gzip.decompress(data)),
-    SNAPPY: _snappy_decompress,
-    LZ4: lambda data: bytes(cramjam.lz4.decompress(data)),
-    ZSTD: lambda data: bytes(cramjam.zstd.decompress(data)),
-}
+    return memoryview(out)
 
 
 def _snappy_compress(data: bytes) -> bytes:
@@ -265,12 +301,17 @@ _COMPRESSORS = {
 }
 
 
-def decompress(codec: int, data: bytes | memoryview) -> bytes:
-    """`data` decompressed with `codec` (batch attributes bits 0-2, not NO_COMPRESSION)."""
+def decompress(codec: int, data: bytes | memoryview, limit: int = MAX_DECOMPRESSED_BYTES) -> memoryview:
+    """`data` decompressed with `codec` (batch attributes bits 0-2, not NO_COMPRESSION). Raises
+    InvalidRecordError beyond `limit` bytes (never holding more than that), CorruptRecordError for a
+    stream that does not decompress, UnsupportedCompressionTypeError for an unknown codec."""
     try:
-        return _DECOMPRESSORS[codec](data)
-    except KeyError:
-        raise UnsupportedCompressionTypeError(f"unknown compression codec id {codec}") from None
+        if codec == SNAPPY:
+            return _snappy_decompress(memoryview(data), limit)
+        module = _STREAM_DECOMPRESSORS.get(codec)
+        if module is None:
+            raise UnsupportedCompressionTypeError(f"unknown compression codec id {codec}")
+        return _bounded(module, data, limit)
     except cramjam.DecompressionError as exc:
         raise CorruptRecordError(f"batch does not decompress: {exc}") from None
 
@@ -285,7 +326,7 @@ def records_section(batch: memoryview, header: BatchHeader) -> memoryview:
     body = batch[HEADER_SIZE : header.size]
     if header.codec == NO_COMPRESSION:
         return body
-    return memoryview(decompress(header.codec, body))
+    return decompress(header.codec, body)
 
 
 def iter_records(batch: memoryview, header: BatchHeader) -> Iterator[Record]:

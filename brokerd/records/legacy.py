@@ -51,8 +51,11 @@ def _read_bytes(buf: memoryview, position: int, end: int) -> tuple[bytes | None,
     return bytes(buf[position : position + length]), position + length
 
 
-def _messages(buf: memoryview) -> Iterator[tuple[int, int | None, bytes | None, bytes | None]]:
-    """(codec, timestamp or None for magic 0, key, value) of each message; inner sets are flattened."""
+def _messages(buf: memoryview, inner: bool = False) -> Iterator[tuple[int, int | None, bytes | None, bytes | None]]:
+    """(codec, timestamp or None for magic 0, key, value) of each message; a wrapper's inner set is
+    flattened. As in Kafka, inner messages are never compressed themselves (no nesting, so no recursion),
+    and all wrappers of one message set together inflate to at most `rb.MAX_DECOMPRESSED_BYTES`."""
+    budget = rb.MAX_DECOMPRESSED_BYTES
     position = 0
     while position < len(buf):
         if position + _ENTRY.size > len(buf):
@@ -77,9 +80,12 @@ def _messages(buf: memoryview) -> Iterator[tuple[int, int | None, bytes | None, 
             raise UnsupportedCompressionTypeError(f"codec {codec} in a magic {magic} message")
         if codec == rb.NO_COMPRESSION:
             yield codec, timestamp, key, value
+        elif inner:
+            raise InvalidRecordError("a compressed message inside a compressed message set")
         else:
-            inner = rb.decompress(codec, value or b"")
-            for _, inner_timestamp, inner_key, inner_value in _messages(memoryview(inner)):
+            inflated = rb.decompress(codec, value or b"", budget)
+            budget -= len(inflated)
+            for _, inner_timestamp, inner_key, inner_value in _messages(inflated, inner=True):
                 yield codec, inner_timestamp, inner_key, inner_value
         position = end
 

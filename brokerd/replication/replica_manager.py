@@ -46,6 +46,7 @@ from brokerd.replication.partition import AppendResult, Partition
 from brokerd.replication.purgatory import FetchPurgatory, ProducePurgatory
 from brokerd.replication.throttle import ReplicationQuota
 from brokerd.storage import LogManager
+from brokerd.storage.log_dir import LogDirectory
 from brokerd.types import BrokerId, LeaderEpoch, Offset, TopicPartition
 from kafkaspec import replication_throttles as throttles
 from kafkaspec import topic_config
@@ -148,6 +149,10 @@ class ReplicaManager:
     def partitions(self) -> list[Partition]:
         """Every replica on this broker."""
         return list(self._partitions.values())
+
+    def log_dirs(self) -> list[LogDirectory]:
+        """Every log dir of this broker, online or not, in `log.dirs` order."""
+        return list(self._log_manager.log_dirs)
 
     def min_insync_replicas(self, topic: str) -> int:
         return self._min_isr.get(topic, 1)

@@ -55,7 +55,7 @@ class Broker:
         self.config = config
         self._log_manager = LogManager(log_dirs=list(config.log_dirs), cluster_defaults=config.topic_defaults,
                                        clock=SystemClock())
-        self._listener = KafkaListener(config.socket_request_max_bytes, config.connections_max_idle_ms)
+        self._listener = KafkaListener(config.connections)
         self.endpoint: BrokerEndpoint | None = None
         self.metadata: MetadataStore | None = None
         self.replicas: ReplicaManager | None = None

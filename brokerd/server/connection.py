@@ -1,4 +1,4 @@
-"""One client connection: framing, in-order request processing, response writing.
+"""One client connection: framing, in-order request processing, response writing, the connection's limits.
 
 Requests on a connection start in arrival order, one after the other, and responses leave in request
 order; the client may pipeline as many requests as it likes. A request starts once the one before it
@@ -7,9 +7,21 @@ its request is a wait later requests cannot change — an acks=all produce whose
 wait for replication. So a producer's next request is appended while the previous one waits (Kafka mutes
 the channel until the response is sent, which adds a whole replication round trip per queued request); at
 most `MAX_PIPELINED_REQUESTS` are in progress at once.
-Received frames queue up to `MAX_QUEUED_FRAMES`, then reading pauses (backpressure). Response chunks
-are written with `transport.write`, storage file regions with `loop.sendfile` (os.sendfile on plain
-TCP: zero copy). A bad size prefix or an undecodable request closes only this connection.
+
+Received frames queue up to `MAX_QUEUED_FRAMES` or `max_frame_bytes` bytes (counted until a request starts),
+then reading pauses (backpressure). No request starts while an answer waits to leave the transport's buffer
+(below its high-water mark): a client that never reads its responses holds one response being written, the
+answers of the requests already in progress (all but the last of them released ones, i.e. small produce
+answers) and one request queue, then the kernel's socket buffers, and its connection counts as idle. A
+connection is active only while it completes requests or drains responses (`last_active`), so one trickling
+a byte a second (slowloris) is idle too; the listener reaps both after `connections.max.idle.ms`.
+
+Response chunks are written with `transport.write`, storage file regions with `loop.sendfile` (os.sendfile
+on plain TCP: zero copy). A bad size prefix, an undecodable request or an unexpected failure (logged) closes
+only this connection. When a connection ends, its released requests still in progress are cancelled (only
+their wait is left); an unreleased one (at most the last) finishes its work unanswered, as Kafka's handler
+threads finish the requests of a closed channel: cancelling it could leave work half done (an offset commit
+appended but not applied).
 Event loop only.
 """
 
@@ -44,11 +56,16 @@ class _Request:
 
 class KafkaConnection(asyncio.Protocol):
     def __init__(self, dispatcher: Dispatcher, max_frame_bytes: int,
-                 on_close: Callable[["KafkaConnection"], None]) -> None:
+                 admit: Callable[["KafkaConnection", str], bool],
+                 on_close: Callable[["KafkaConnection", str], None]) -> None:
         self._dispatcher = dispatcher
         self._decoder = FrameDecoder(max_frame_bytes)
+        self._max_queued_bytes = max_frame_bytes
+        self._admit = admit
         self._on_close = on_close
         self._frames: deque[bytes] = deque()
+        self._queued_bytes = 0
+        """Bytes of the frames in `_frames`."""
         self._progress = asyncio.Event()
         """Set when a frame arrives, a request completes or releases the connection, or the connection ends."""
         self._writable = asyncio.Event()
@@ -60,8 +77,10 @@ class KafkaConnection(asyncio.Protocol):
         self._stopping = False
         self.busy = False
         """True while requests are being processed or answered."""
+        self._awaiting_client = False
+        """True while an answer waits for the client to read what was written before."""
         self.last_active = 0.0
-        """loop.time() of the last byte received or request completed."""
+        """loop.time() of the last request received or completed, or response drained."""
 
     # asyncio.Protocol callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -69,12 +88,14 @@ class KafkaConnection(asyncio.Protocol):
         self._transport = transport
         peer = transport.get_extra_info("peername")
         self._client_host = peer[0] if peer else ""
+        if not self._admit(self, self._client_host):
+            transport.close()
+            return
         loop = asyncio.get_running_loop()
         self.last_active = loop.time()
         self._task = loop.create_task(self._process())
 
     def data_received(self, data: bytes) -> None:
-        self.last_active = asyncio.get_running_loop().time()
         try:
             frames = self._decoder.feed(data)
         except InvalidFrameError as exc:
@@ -82,9 +103,12 @@ class KafkaConnection(asyncio.Protocol):
             return
         if not frames:
             return
+        self.last_active = asyncio.get_running_loop().time()
         self._frames.extend(frames)
+        self._queued_bytes += sum(map(len, frames))
         self._progress.set()
-        if len(self._frames) >= MAX_QUEUED_FRAMES and not self._reading_paused:
+        if (len(self._frames) >= MAX_QUEUED_FRAMES or self._queued_bytes >= self._max_queued_bytes) \
+                and not self._reading_paused:
             self._reading_paused = True
             self._transport.pause_reading()  # type: ignore[union-attr]
 
@@ -94,21 +118,33 @@ class KafkaConnection(asyncio.Protocol):
         self._writable.set()
         if self._task is not None and not self.busy:
             self._task.cancel()
-        self._on_close(self)
+        self._on_close(self, self._client_host)
 
     def pause_writing(self) -> None:
         self._writable.clear()
 
     def resume_writing(self) -> None:
+        self.last_active = asyncio.get_running_loop().time()
         self._writable.set()
 
     # lifecycle
     @property
     def idle(self) -> bool:
-        return not self.busy and not self._frames
+        """Neither handling a request nor receiving one: only waiting for the client (to send or to read)."""
+        return (not self.busy and not self._frames) or self._awaiting_client
 
     def close(self) -> None:
         if self._transport is not None:
+            self._transport.close()
+
+    def close_idle(self) -> None:
+        """Close an idle connection; abort it if unread responses are buffered (a graceful close would wait
+        for a client that does not read)."""
+        if self._transport is None:
+            return
+        if self._transport.get_write_buffer_size():
+            self._abort("idle with unread responses (connections.max.idle.ms)")
+        else:
             self._transport.close()
 
     async def shutdown(self) -> None:
@@ -128,15 +164,17 @@ class KafkaConnection(asyncio.Protocol):
 
     # processing
     async def _process(self) -> None:
-        """Start requests in order (each once the previous completed or released), answer them in order."""
+        """Start requests in order (each once the previous completed or released), answer them in order.
+        A request's failure (raised by its task) or a failed write ends the connection."""
         in_progress: deque[_Request] = deque()
+        loop = asyncio.get_running_loop()
         try:
             while True:
                 while in_progress and in_progress[0].task.done():  # type: ignore[union-attr]
                     chunks = in_progress.popleft().task.result()  # type: ignore[union-attr]
                     if chunks is not None and self._transport is not None:
                         await self._write(chunks)
-                    self.last_active = asyncio.get_running_loop().time()
+                    self.last_active = loop.time()
                 self.busy = bool(in_progress)
                 if self._transport is None or (self._stopping and not in_progress and not self._frames):
                     break
@@ -151,15 +189,22 @@ class KafkaConnection(asyncio.Protocol):
             self._abort(str(exc))
         except (ConnectionError, OSError) as exc:
             self._abort(f"write failed: {exc}")
+        except Exception:  # a bug, never a hung connection: the client reconnects (Kafka closes too)
+            log.exception("request from %s failed; closing the connection", self._client_host)
+            self._abort("unexpected error")
         finally:
             self.busy = False
             for request in in_progress:  # the connection is gone: their outcomes have nowhere to go
+                if request.released:
+                    request.task.cancel()  # type: ignore[union-attr]  # only a wait is left
                 request.task.add_done_callback(_discard_outcome)  # type: ignore[union-attr]
             if self._stopping:
                 self.close()
 
     def _start(self, frame: bytes) -> _Request:
-        if self._reading_paused and not self._stopping and len(self._frames) < MAX_QUEUED_FRAMES // 2:
+        self._queued_bytes -= len(frame)
+        if self._reading_paused and not self._stopping and len(self._frames) < MAX_QUEUED_FRAMES // 2 \
+                and self._queued_bytes < self._max_queued_bytes // 2:
             self._reading_paused = False
             self._transport.resume_reading()  # type: ignore[union-attr]
         request = _Request()
@@ -175,6 +220,13 @@ class KafkaConnection(asyncio.Protocol):
         return request
 
     async def _write(self, chunks: list[Chunk]) -> None:
+        self._awaiting_client = True
+        try:
+            await self._write_chunks(chunks)
+        finally:
+            self._awaiting_client = False
+
+    async def _write_chunks(self, chunks: list[Chunk]) -> None:
         transport = self._transport
         if transport is None:
             return

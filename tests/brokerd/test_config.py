@@ -30,6 +30,17 @@ def test_metrics_keys_and_their_defaults():
     assert (cluster.enable, cluster.port, cluster.topic_replication_factor) == (False, 9404, 3)
 
 
+def test_connection_limits_and_their_defaults():
+    defaults = build_config({}).connections
+    assert (defaults.request_max_bytes, defaults.max_idle_ms) == (104_857_600, 600_000)
+    assert defaults.max_connections == defaults.max_connections_per_ip == 2**31 - 1
+    limits = build_config({"max.connections": "500", "max.connections.per.ip": "0",
+                           "max.connections.per.ip.overrides": "127.0.0.1:100, [::1]:5,host.example:7"}).connections
+    assert limits.max_connections == 500
+    assert (limits.per_ip_limit("127.0.0.1"), limits.per_ip_limit("::1"), limits.per_ip_limit("host.example"),
+            limits.per_ip_limit("10.0.0.1")) == (100, 5, 7, 0)
+
+
 @pytest.mark.parametrize(("properties", "environ", "message"), [
     ({"listeners": "bad"}, {}, "listeners: Invalid listener 'bad'"),
     ({"listeners": "PLAINTEXT://h:70000"}, {}, "out of range"),
@@ -38,6 +49,10 @@ def test_metrics_keys_and_their_defaults():
     ({"strom.controlplane.url": "http://127.0.0.1:8000", "node.id": "1"}, {}, "needs the cluster secret"),
     ({"strom.controlplane.url": "http://127.0.0.1:8000"}, {"STROM_CLUSTER_SECRET": "s"}, "needs --broker-id"),
     ({"replica.lag.time.max.ms": "0"}, {}, "replica.lag.time.max.ms"),
+    ({"max.connections.per.ip": "0"}, {}, "admits nobody"),
+    ({"max.connections.per.ip.overrides": "127.0.0.1"}, {}, "is not host:count"),
+    ({"max.connections.per.ip.overrides": "a:b"}, {}, "'a:b' is not host:count"),
+    ({"max.connections": "0"}, {}, "max.connections: 0 is below the minimum 1"),
     ({"strom.metrics.port": "70000"}, {}, "strom.metrics.port: 70000 is not a TCP port"),
     ({"strom.metrics.port": "x"}, {}, "strom.metrics.port: 'x' is not an integer"),
     ({"strom.metrics.enable": "yes"}, {}, "strom.metrics.enable: 'yes' is not true or false"),

@@ -48,7 +48,8 @@ MUST_SUCCEED = {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.FET
                 ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.OFFSET_COMMIT,
                 ApiKey.OFFSET_FETCH, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.INIT_PRODUCER_ID,
                 ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS,
-                ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_CLUSTER, ApiKey.DELETE_RECORDS}
+                ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_CLUSTER, ApiKey.DELETE_RECORDS,
+                ApiKey.DESCRIBE_LOG_DIRS}
 """APIs whose generated request is valid at every version, so every error code in the answer is NONE."""
 
 

@@ -66,8 +66,10 @@ def broker_config_entries(config: BrokerConfig) -> list[ConfigEntry]:
         "default.replication.factor": str(config.default_replication_factor),
         "auto.create.topics.enable": str(config.auto_create_topics_enable).lower(),
         "message.max.bytes": str(config.message_max_bytes),
-        "socket.request.max.bytes": str(config.socket_request_max_bytes),
-        "connections.max.idle.ms": str(config.connections_max_idle_ms),
+        "socket.request.max.bytes": str(config.connections.request_max_bytes),
+        "connections.max.idle.ms": str(config.connections.max_idle_ms),
+        "max.connections": str(config.connections.max_connections),
+        "max.connections.per.ip": str(config.connections.max_connections_per_ip),
     }
     effective.update(config.properties)
     entries = []

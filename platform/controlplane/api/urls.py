@@ -21,7 +21,7 @@ from controlplane.topics.api.views import PartitionViewSet, TopicViewSet
 
 router = DefaultRouter()
 router.register("brokers", BrokerViewSet)
-router.register("topics", TopicViewSet)
+router.register("topics", TopicViewSet, basename="topic")
 router.register("partitions", PartitionViewSet)
 router.register("health-snapshots", ClusterHealthSnapshotViewSet)
 router.register("groups", GroupViewSet, basename="group")

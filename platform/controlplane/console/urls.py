@@ -2,7 +2,7 @@ from django.urls import path
 
 from controlplane.reports import views as reports
 
-from . import alerts, views
+from . import alerts, topic_views, views
 
 app_name = "console"
 
@@ -10,7 +10,15 @@ urlpatterns = [
     path("", views.OverviewView.as_view(), name="overview"),
     path("brokers/", views.BrokerListView.as_view(), name="brokers"),
     path("brokers/elect-leaders/", views.ElectLeadersView.as_view(), name="elect-leaders"),
-    path("topics/", views.TopicListView.as_view(), name="topics"),
+    path("topics/", topic_views.TopicListView.as_view(), name="topics"),
+    path("topics/new/", topic_views.TopicNewView.as_view(), name="topic-new"),
+    path("topics/create/", topic_views.TopicCreateView.as_view(), name="topic-create"),
+    path("topics/<str:name>/configs/", topic_views.TopicConfigView.as_view(), name="topic-configs"),
+    path("topics/<str:name>/partitions/", topic_views.TopicPartitionsView.as_view(), name="topic-partitions"),
+    path("topics/<str:name>/messages/", topic_views.TopicMessagesView.as_view(), name="topic-messages"),
+    path("topics/<str:name>/produce/", topic_views.TopicProduceView.as_view(), name="topic-produce"),
+    path("topics/<str:name>/delete/", topic_views.TopicDeleteView.as_view(), name="topic-delete"),
+    path("topics/<str:name>/", topic_views.TopicDetailView.as_view(), name="topic"),
     path("groups/", views.GroupListView.as_view(), name="groups"),
     path("groups/<path:group_id>/reset-offsets/", views.GroupResetOffsetsView.as_view(), name="group-reset-offsets"),
     path("groups/<path:group_id>/delete/", views.GroupDeleteView.as_view(), name="group-delete"),

@@ -16,6 +16,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Count
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import View
 from django.views.generic import ListView, TemplateView
 
@@ -80,9 +81,12 @@ class ElectLeadersView(ActionView):
 
     def perform(self, request):
         form = ElectLeadersForm(request.POST)
+        back = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+            back = "console:brokers"  # the topic page sends its own address; nothing else is followed
         if not form.is_valid():
             messages.error(request, "Choose an election type.")
-            return redirect("console:brokers")
+            return redirect(back)
         with self.audited_change() as change:
             results = election.elect_leaders(form.cleaned_data["election_type"], self.targets())
             change.before, change.after = election.audit_states(results)
@@ -90,20 +94,7 @@ class ElectLeadersView(ActionView):
         failed = [f"{r.topic}-{r.partition}: {r.error}" for r in results if r.error is not None]
         messages.success(request, f"Elected a new leader for {len(elected)} partition(s)."
                          + (f" Not elected: {'; '.join(failed)}." if failed else ""))
-        return redirect("console:brokers")
-
-
-class TopicListView(ViewerRequiredMixin, ListView):
-    template_name = "console/topics.html"
-    context_object_name = "topics"
-    paginate_by = 100
-
-    def get_queryset(self):
-        queryset = (Topic.objects.annotate(partition_count=Count("partitions")).order_by("name")
-                    .prefetch_related("partitions"))
-        if query := self.request.GET.get("q", "").strip():
-            queryset = queryset.filter(name__icontains=query)
-        return queryset
+        return redirect(back)
 
 
 class GroupListView(ViewerRequiredMixin, TemplateView):

@@ -115,6 +115,7 @@ class TopicReplicaSize(models.Model):
     class Meta:
         ordering = ["topic", "broker_id"]
         constraints = [models.UniqueConstraint(fields=["broker_id", "topic"], name="metrics_replica_size_unique")]
+        indexes = [models.Index(fields=["topic"], name="metrics_replica_size_topic")]  # the topic list's sizes
 
     def __str__(self) -> str:
         return f"{self.topic} on broker {self.broker_id}"
@@ -139,6 +140,7 @@ class PartitionReplicaSize(models.Model):
         ordering = ["topic", "partition", "broker_id"]
         constraints = [models.UniqueConstraint(fields=["broker_id", "topic", "partition"],
                                                name="metrics_partition_size_unique")]
+        indexes = [models.Index(fields=["topic", "partition"], name="metrics_partition_size_topic")]
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition} on broker {self.broker_id}"

@@ -148,6 +148,9 @@ def create_topic(name: str, num_partitions: int = DEFAULT, replication_factor: i
             if num_partitions != DEFAULT or replication_factor != DEFAULT:
                 raise KafkaApiError("INVALID_REQUEST", "Both numPartitions or replicationFactor and "
                                     "replicasAssignments were set. Both cannot be used at the same time.")
+            if len(assignments) > topic_config.MAX_PARTITIONS:
+                raise KafkaApiError("INVALID_PARTITIONS",
+                                    f"Number of partitions must be at most {topic_config.MAX_PARTITIONS}.")
             _validate_assignment(assignments, set(Broker.objects.values_list("broker_id", flat=True)), set(running))
             replica_lists = assignments
         else:
@@ -156,6 +159,9 @@ def create_topic(name: str, num_partitions: int = DEFAULT, replication_factor: i
             if num_partitions <= 0:
                 raise KafkaApiError("INVALID_PARTITIONS", "Number of partitions was set to an invalid non-positive "
                                                           "value.")
+            if num_partitions > topic_config.MAX_PARTITIONS:
+                raise KafkaApiError("INVALID_PARTITIONS",
+                                    f"Number of partitions must be at most {topic_config.MAX_PARTITIONS}.")
             if replication_factor == DEFAULT:
                 replication_factor = min(MAX_DEFAULT_REPLICATION_FACTOR, len(running)) or 1
             if replication_factor <= 0:
@@ -202,6 +208,9 @@ def create_partitions(name: str, count: int, assignments: list[list[int]] | None
                                 f"Topic currently has {len(existing)} partitions, which is higher than the requested "
                                 f"{count}." if isinstance(count, int) and count < len(existing) else
                                 f"Topic already has {len(existing)} partitions.")
+        if count > topic_config.MAX_PARTITIONS:
+            raise KafkaApiError("INVALID_PARTITIONS",
+                                f"Number of partitions must be at most {topic_config.MAX_PARTITIONS}.")
         added = count - len(existing)
         replication_factor = len(existing[0].replicas)
         running = _running_brokers()

@@ -118,3 +118,18 @@ def test_filtered_batch_keeps_offsets_and_parses(records, keep, codec):
     assert [(r.offset, r.key, r.value) for r in oracle] == [
         (500 + r.offset_delta, r.key, r.value) for r in kept]
     assert oracle.max_timestamp == max(header.base_timestamp + r.timestamp_delta for r in kept)
+
+
+@pytest.mark.parametrize("codec", [rb.GZIP, rb.SNAPPY, rb.LZ4, rb.ZSTD])
+def test_decompression_is_bounded_in_every_codec(codec):
+    data = bytes(range(256)) * 4096  # 1 MiB
+    compressed = rb.compress(codec, data)
+    assert bytes(rb.decompress(codec, compressed, limit=len(data))) == data  # exactly the limit is fine
+    with pytest.raises(InvalidRecordError, match="decompress to more than"):
+        rb.decompress(codec, compressed, limit=len(data) - 1)
+
+
+@pytest.mark.parametrize("codec", [rb.GZIP, rb.SNAPPY, rb.LZ4, rb.ZSTD])
+def test_a_stream_that_does_not_decompress_is_corrupt_and_costs_no_growth(codec):
+    with pytest.raises(CorruptRecordError):
+        rb.decompress(codec, b"\x82SNAPPY\x00" + b"\xff" * 100 if codec == rb.SNAPPY else b"\x00garbage" * 20)

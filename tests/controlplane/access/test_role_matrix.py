@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.db.models import Count
 from django.test import Client
 from django_celery_beat.models import PeriodicTask
 from rest_framework.test import APIClient
@@ -23,7 +24,7 @@ from controlplane.audit.models import AuditEntry
 from controlplane.groups import kafka_client
 from controlplane.groups.kafka_client import TopicPartition
 from controlplane.reports.models import ReportRun
-from controlplane.topics.models import Partition
+from controlplane.topics.models import Partition, Topic
 from tests.conftest import PASSWORD, user_with_role
 from tests.controlplane.groups.conftest import FakeGroupAdmin, FakeLog
 
@@ -86,6 +87,22 @@ MUTATIONS = [
     Mutation(actions.MANAGE_ALERTS, "console", ("post", "/alerts/thresholds/new/", {"group": "etl", "topic": "*",
                                                                                 "max_lag": 9})),
     Mutation(actions.MANAGE_ALERTS, "rest", ("patch", f"/api/alerts/thresholds/{THRESHOLD_ID}/", {"max_lag": 9})),
+    # topics (issue 12)
+    Mutation(actions.CREATE_TOPICS, "rest", ("post", "/api/topics/", {"name": "audits", "replication_factor": 1})),
+    Mutation(actions.ALTER_CONFIGS, "rest", ("patch", "/api/topics/orders/", {"configs": {"retention.ms": "1000"}})),
+    Mutation(actions.CREATE_PARTITIONS, "rest", ("post", "/api/topics/payments/partitions/", {"count": 2})),
+    Mutation(actions.DELETE_TOPICS, "rest", ("delete", "/api/topics/payments/", None)),
+    Mutation(actions.CREATE_TOPICS, "console", ("post", "/topics/create/", {"name": "audits",
+                                                                            "replication_factor": 1})),
+    Mutation(actions.ALTER_CONFIGS, "console", ("post", "/topics/orders/configs/", {"config": "retention.ms",
+                                                                                    "value": "1000"})),
+    Mutation(actions.CREATE_PARTITIONS, "console", ("post", "/topics/payments/partitions/", {"count": 2})),
+    Mutation(actions.DELETE_TOPICS, "console", ("post", "/topics/payments/delete/", {"confirm_name": "payments"})),
+    Mutation(actions.CREATE_TOPICS, "cli", ("topics", "--create", "--topic", "audits", "--replication-factor", "1")),
+    Mutation(actions.ALTER_CONFIGS, "cli", ("configs", "--entity-type", "topics", "--entity-name", "orders", "--alter",
+                                            "--add-config", "retention.ms=1000")),
+    Mutation(actions.CREATE_PARTITIONS, "cli", ("topics", "--alter", "--topic", "payments", "--partitions", "2")),
+    Mutation(actions.DELETE_TOPICS, "cli", ("topics", "--delete", "--topic", "payments")),
 ]
 ROLES = [None, Role.VIEWER, Role.OPERATOR, Role.ADMIN]
 
@@ -113,7 +130,8 @@ def state(fake) -> tuple:
     partitions = tuple(Partition.objects.order_by("topic__name", "partition").values_list(
         "leader", "replicas", "adding_replicas", "removing_replicas"))
     bob_role = role_of(get_user_model().objects.get(username="bob"))
-    return (tuple(sorted(fake.groups)), dict(fake.committed.get("etl", {})), partitions,
+    topics = tuple(Topic.objects.order_by("name").annotate(n=Count("partitions")).values_list("name", "configs", "n"))
+    return (tuple(sorted(fake.groups)), dict(fake.committed.get("etl", {})), partitions, topics,
             tuple(ApiToken.objects.order_by("name").values_list("user__username", "name")), bob_role,
             tuple(ReportRun.objects.order_by("pk").values_list("run_id", "status")),
             tuple(PeriodicTask.objects.order_by("name").values_list("name", "crontab_id", "enabled")),
@@ -142,7 +160,7 @@ def perform(mutation: Mutation, user) -> str:
     if path != "/api/token/":  # that endpoint authenticates by the password in the body
         client.force_authenticate(user)
     status = getattr(client, method)(path, data, format="json").status_code
-    assert status in (200, 202, 204, 403), status
+    assert status in (200, 201, 202, 204, 403), status
     return "refused" if status == 403 else "done"
 
 
@@ -171,4 +189,5 @@ def test_every_action_with_a_front_end_is_in_the_matrix():
         actions.RESET_OFFSETS, actions.DELETE_CONSUMER_GROUP, actions.ELECT_PREFERRED_LEADERS,
         actions.ELECT_UNCLEAN_LEADERS, actions.CREATE_TOKEN, actions.REVOKE_USER_TOKEN, actions.SET_ROLE,
         actions.RUN_REPORTS, actions.CANCEL_REPORT_RUN, actions.SCHEDULE_REPORTS, actions.MANAGE_ALERTS,
-        actions.START_REASSIGNMENT, actions.CANCEL_REASSIGNMENT}
+        actions.START_REASSIGNMENT, actions.CANCEL_REASSIGNMENT,
+        actions.CREATE_TOPICS, actions.ALTER_CONFIGS, actions.CREATE_PARTITIONS, actions.DELETE_TOPICS}

@@ -8,11 +8,6 @@ from ..reset import ResetKind, Scope, parse_spec, parse_topic_arguments
 STATE_HELP = "Kafka's group state: Stable, PreparingRebalance, CompletingRebalance, Empty or Dead"
 
 
-class ErrorSerializer(serializers.Serializer):
-    error = serializers.CharField(help_text="Kafka error name, e.g. GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP")
-    message = serializers.CharField()
-
-
 class GroupSummarySerializer(serializers.Serializer):
     group_id = serializers.CharField()
     state = serializers.CharField(help_text=STATE_HELP)

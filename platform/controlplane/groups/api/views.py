@@ -6,10 +6,10 @@ from rest_framework.response import Response
 from controlplane.access import actions
 from controlplane.access.rest import ActionViewMixin
 from controlplane.core.errors import KafkaApiError
+from controlplane.core.serializers import ErrorSerializer, one_line
 
 from ..services import GroupService
 from .serializers import (
-    ErrorSerializer,
     GroupDetailSerializer,
     GroupSummarySerializer,
     ResetOffsetsRequestSerializer,
@@ -19,17 +19,6 @@ from .serializers import (
 _GROUP_ID = OpenApiParameter("group_id", str, OpenApiParameter.PATH, description="the consumer group id")
 _UNREACHABLE = OpenApiResponse(ErrorSerializer, description="the cluster or the group's coordinator is unreachable")
 _NOT_FOUND = OpenApiResponse(ErrorSerializer, description="no such group (GROUP_ID_NOT_FOUND)")
-
-
-def _one_line(errors: dict) -> str:
-    """DRF's validation errors as one message: "spec: … ; value: …" (non-field errors without a prefix)."""
-    parts = []
-    for field, messages in errors.items():
-        for message in messages if isinstance(messages, list) else [messages]:
-            text = _one_line(message) if isinstance(message, dict) else str(message)
-            if text:
-                parts.append(text if field == "non_field_errors" else f"{field}: {text}")
-    return "; ".join(parts)
 
 
 @extend_schema_view(
@@ -85,7 +74,7 @@ class GroupViewSet(ActionViewMixin, viewsets.GenericViewSet):
     def reset_offsets(self, request, group_id: str):
         body = ResetOffsetsRequestSerializer(data=request.data)
         if not body.is_valid():
-            raise KafkaApiError("INVALID_REQUEST", _one_line(body.errors), 400)
+            raise KafkaApiError("INVALID_REQUEST", one_line(body.errors), 400)
         service, scope, spec = GroupService.connected(), body.validated_data["scope"], body.validated_data["reset_spec"]
         if body.validated_data["dry_run"]:
             plan = service.reset_offsets(group_id, scope, spec, execute=False)

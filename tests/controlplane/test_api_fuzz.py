@@ -3,7 +3,8 @@
 No request may get a 5xx; every mutating operation refuses a viewer (403) and anonymous requests (401/403).
 
 POST /api/token/ is the exception to the refusals: it is how a script logs in (user name and password in the body,
-no credentials needed), and it changes no cluster state. Group operations run against a real standalone broker."""
+no credentials needed), and it changes no cluster state. Group operations run against a real standalone broker, the
+lag endpoints against a real lag-monitor HTTP server (monitoring.http_api over a monitor with known groups)."""
 
 import contextlib
 from urllib.parse import unquote, urlsplit
@@ -18,8 +19,10 @@ from schemathesis import GenerationMode
 
 from controlplane.access.actions import Role
 from controlplane.access.models import ApiToken
+from monitoring.http_api import MonitorHttpServer
 from tests.conftest import user_with_role
 from tests.controlplane.groups.real_cluster import BROKER_OVERRIDES
+from tests.monitoring.test_http_api import monitor  # noqa: F401 (the fixture: groups billing OK, slow WARN)
 from tests.support.broker import standalone_broker
 
 pytestmark = pytest.mark.slow
@@ -27,6 +30,7 @@ pytestmark = pytest.mark.slow
 EXAMPLES = {Role.ADMIN: 10, Role.OPERATOR: 10, Role.VIEWER: 5, None: 4}
 """Generated requests per operation and generation mode (positive and negative), per role; CI-sized."""
 LOGIN = ("POST", "/api/token/")
+MONITOR_SECRET = "fuzz-cluster-secret"
 READS = ("GET", "HEAD", "OPTIONS")
 
 
@@ -34,6 +38,14 @@ READS = ("GET", "HEAD", "OPTIONS")
 def broker(tmp_path_factory):
     with standalone_broker(tmp_path_factory.mktemp("broker"), BROKER_OVERRIDES) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def lag_monitor(monitor):  # noqa: F811
+    running = MonitorHttpServer(monitor, secret=MONITOR_SECRET)
+    running.start()
+    yield running
+    running.stop()
 
 
 def violation(role: Role | None, operation, response: requests.Response) -> str | None:
@@ -53,8 +65,11 @@ def violation(role: Role | None, operation, response: requests.Response) -> str 
 
 
 @pytest.mark.parametrize("role", list(EXAMPLES), ids=lambda r: r.group_name if r else "anonymous")
-def test_no_server_errors_and_refusals_for_every_generated_request(live_app, cluster, broker, settings, role):
+def test_no_server_errors_and_refusals_for_every_generated_request(live_app, cluster, broker, lag_monitor, settings,
+                                                                   role):
     settings.STROM_BOOTSTRAP_SERVERS = broker.bootstrap
+    settings.STROM_CLUSTER_SECRET = MONITOR_SECRET
+    settings.STROM_LAG_MONITOR_URL = f"http://127.0.0.1:{lag_monitor.port}"
     admin_token = ApiToken.objects.create(user=user_with_role("schema-reader", Role.ADMIN), expiry=None,
                                           name="schema")[1]
     schema = schemathesis.openapi.from_url(f"{live_app}/api/schema/?format=json",

@@ -98,6 +98,7 @@ class _Cluster:
         self.on: dict[int, set[int]] = {b: set() for b in racks}
         for i, replicas in enumerate(self.partitions):
             for b in replicas:
+                self.racks.setdefault(b, f"<broker {b}>")  # a replica on a broker not in `racks` (one down)
                 self._add(i, b)
 
     def _add(self, i: int, b: int) -> None:

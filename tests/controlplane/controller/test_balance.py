@@ -93,3 +93,15 @@ def test_replication_factor(rf, expected):
     after = balance.replication_factor(before, racks, "t", rf)
     assert all(len(set(p.replicas)) == expected for p in after)
     assert all(a.replicas[0] == b.replicas[0] for a, b in zip(after, before, strict=True))
+
+
+@pytest.mark.parametrize("goal", [balance.rack_awareness, balance.replica_distribution, balance.disk_distribution])
+def test_a_replica_on_a_broker_that_is_down_is_kept_and_never_a_destination(goal):
+    """`racks` lists the running brokers only; broker 3 is down but still holds replicas (found by schemathesis:
+    the racks goal raised KeyError)."""
+    before = cluster(brokers=3)
+    running = {1: "a", 2: "b"}
+    after = goal(before, running)
+    assert len(after) == len(before)
+    gained = {b for old, new in zip(before, after, strict=True) for b in set(new.replicas) - set(old.replicas)}
+    assert gained <= set(running)

@@ -116,6 +116,7 @@ def test_the_api_cancels_a_queued_run_once(api_client, finished_run):
     assert api_client.post(f"/api/reports/runs/{queued.pk}/cancel/").json()["status"] == "cancelled"
     again = api_client.post(f"/api/reports/runs/{queued.pk}/cancel/")
     assert (again.status_code, again.json()["message"]) == (409, "run lag-queued is cancelled already")
+    assert api_client.post("/api/reports/runs/null/cancel/").status_code == 404  # found by schemathesis: was a 500
     assert api_client.get(f"/api/reports/runs/{finished_run.pk}/").json()["csv"] == {
         table: f"http://testserver/api/reports/runs/{finished_run.pk}/csv/{table}/"
         for table in ("groups", "worst_partitions")}

@@ -29,6 +29,7 @@ class ReportRunViewSet(ActionViewMixin, mixins.ListModelMixin, mixins.RetrieveMo
     serializer_class = ReportRunSerializer
     filterset_fields = ("report", "status", "trigger")
     mutations = {"create": actions.RUN_REPORTS, "cancel": actions.CANCEL_REPORT_RUN}
+    lookup_value_regex = r"\d+"  # a run's id; anything else does not route (404)
 
     def audit_target(self) -> str:
         if "pk" in self.kwargs:

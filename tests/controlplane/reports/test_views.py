@@ -8,11 +8,14 @@ import pyarrow.parquet as pq
 import pytest
 from django.test import Client
 from django_celery_beat.models import PeriodicTask
+from rest_framework.test import APIClient
 
+from controlplane.access.actions import Role
 from controlplane.audit.models import AuditEntry
 from controlplane.reports import presentation
 from controlplane.reports.models import Report, ReportRun, RunStatus
 from spark_jobs.results import ReportLayout, write_csv
+from tests.conftest import user_with_role
 
 REPORT_DATE = date(2026, 11, 23)
 GROUPS = pa.table({"group": ["etl", "billing"], "seconds_ok": [1800.0, 3600.0], "seconds_warn": [600.0, 0.0],
@@ -140,3 +143,13 @@ def test_schedules_are_crontabs_in_celery_beat_and_bad_ones_are_refused(api_clie
     entries = AuditEntry.objects.order_by("at").values_list("action", "result", "before", "after")
     assert list(entries)[0] == ("schedule_reports", "ok", {"crontab": "5 * * * *", "enabled": True},
                                 {"crontab": "*/15 * * * *", "enabled": False})
+
+
+@pytest.mark.django_db
+def test_a_viewer_is_refused_before_a_malformed_body_is_read():
+    """Found by schemathesis: the refusal's audit target read the body, so a malformed one answered 400, not 403."""
+    client = APIClient()
+    client.force_authenticate(user_with_role("vera", Role.VIEWER))
+    response = client.post("/api/reports/runs/", data=b"{not json", content_type="application/json")
+    assert response.status_code == 403
+    assert AuditEntry.objects.get().result == "refused"

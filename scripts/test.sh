@@ -10,7 +10,8 @@ BIN=.venv/bin
 export STROM_REDIS_PORT=${STROM_REDIS_PORT:-6391}
 export CELERY_BROKER_URL=redis://127.0.0.1:$STROM_REDIS_PORT/0
 postgresql_pass=
-trap '[ -n "$postgresql_pass" ] && kill $postgresql_pass 2>/dev/null; scripts/redis.sh stop; scripts/postgres.sh stop' EXIT
+# (`|| true`: under `set -e` a failed kill of a pass that already ended would stop the trap before the servers.)
+trap 'kill $postgresql_pass 2>/dev/null || true; scripts/redis.sh stop; scripts/postgres.sh stop' EXIT
 scripts/redis.sh start
 
 echo "== ruff";         $BIN/ruff check .

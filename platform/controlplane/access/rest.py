@@ -48,6 +48,15 @@ class ActionViewMixin:
     def audit_target(self) -> str:
         return self.request.path
 
+    def request_body(self) -> dict:
+        """The request body as far as it is an object, for `required_action` and `audit_target`: they run before
+        the body is validated (a refusal is decided and recorded first), so a malformed body reads as {}."""
+        try:
+            data = self.request.data
+        except exceptions.ParseError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
     def audited_change(self):
         """Record the change made in the block (`ActionPermission` has checked it already)."""
         return checks.recorded(actor_of(self.request), Source.REST, self.required_action(self.request),

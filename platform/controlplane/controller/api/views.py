@@ -3,7 +3,7 @@ from dataclasses import asdict
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action as route
-from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -32,21 +32,13 @@ class ElectLeadersView(ActionViewMixin, APIView):
     partitions."""
 
     def required_action(self, request) -> Action:
-        return election.election_action(self._body().get("election_type", election.PREFERRED))
+        return election.election_action(self.request_body().get("election_type", election.PREFERRED))
 
     def audit_target(self) -> str:
-        partitions = self._body().get("partitions")
+        partitions = self.request_body().get("partitions")
         if not isinstance(partitions, list):
             return election.audit_target(None)
         return election.audit_target([(p.get("topic"), p.get("partition")) for p in partitions if isinstance(p, dict)])
-
-    def _body(self) -> dict:
-        """The request body as far as it is an object (it is validated later, once the permission is checked)."""
-        try:
-            data = self.request.data
-        except ParseError:
-            return {}
-        return data if isinstance(data, dict) else {}
 
     @extend_schema(request=ElectLeadersSerializer, responses=ElectLeadersResultSerializer)
     def post(self, request):
@@ -85,10 +77,7 @@ class ReassignmentViewSet(ActionViewMixin, viewsets.ViewSet):
         return super().handle_exception(exc)
 
     def audit_target(self) -> str:
-        try:
-            partitions = self.request.data.get("partitions") if isinstance(self.request.data, dict) else None
-        except ParseError:
-            partitions = None
+        partitions = self.request_body().get("partitions")
         if not isinstance(partitions, list):
             return "partitions:all"
         return "partitions:" + ",".join(f"{p.get('topic')}-{p.get('partition')}" for p in partitions

@@ -3,7 +3,6 @@ from django.http import FileResponse, Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 
 from controlplane.access import actions
@@ -36,11 +35,7 @@ class ReportRunViewSet(ActionViewMixin, mixins.ListModelMixin, mixins.RetrieveMo
         if "pk" in self.kwargs:
             run = ReportRun.objects.filter(pk=self.kwargs["pk"]).first()
             return f"report-run:{run.run_id if run else self.kwargs['pk']}"
-        try:  # a refusal is audited before the body is read: a malformed body must not turn it into a 400
-            report = self.request.data.get("report", "") if isinstance(self.request.data, dict) else ""
-        except ParseError:
-            report = ""
-        return f"report:{report}"
+        return f"report:{self.request_body().get('report', '')}"
 
     @extend_schema(summary="Run a report now", request=RunRequestSerializer,
                    responses={202: ReportRunSerializer, 400: OpenApiResponse(description="bad report or parameter")})

@@ -5,7 +5,6 @@ from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 
 from controlplane.access import actions, checks
@@ -91,11 +90,7 @@ class TopicViewSet(ActionViewMixin, mixins.ListModelMixin, viewsets.GenericViewS
     def audit_target(self) -> str:
         if "name" in self.kwargs:
             return f"topic:{self.kwargs['name']}"
-        try:
-            name = self.request.data.get("name") if isinstance(self.request.data, dict) else None
-        except ParseError:
-            name = None
-        return f"topic:{name}"
+        return f"topic:{self.request_body().get('name')}"
 
     def handle_exception(self, exc):
         if isinstance(exc, KafkaApiError):

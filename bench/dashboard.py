@@ -63,7 +63,8 @@ def populate(plane) -> None:
                 isr = replicas if (t * 7 + p) % 97 else replicas[:2]  # about 1 % under-replicated
                 partitions.append((topic_ids[f"topic-{t:04d}"], p, str(replicas), str(isr), replicas[0]))
         db.executemany("INSERT INTO topics_partition (topic_id, partition, replicas, isr, leader, leader_epoch, "
-                       "partition_epoch) VALUES (?, ?, ?, ?, ?, 0, 0)", partitions)
+                       "partition_epoch, adding_replicas, removing_replicas) VALUES (?, ?, ?, ?, ?, 0, 0, '[]', '[]')",
+                       partitions)
 
         def points(resolution: int, span: timedelta):
             start = now - span

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import flask
 from dash import Dash, dash_table, dcc
+from dash.fingerprint import check_fingerprint
 from flask_compress import Compress
 from plotly.offline import get_plotlyjs_version
 
@@ -37,9 +38,13 @@ def _load_unused_chunks_on_demand() -> None:
 
 
 def _is_immutable(request: flask.Request) -> bool:
-    """A fingerprinted component suite (Dash answers it with a year's max-age) or an `?m=`-stamped asset."""
-    return request.method == "GET" and ("/_dash-component-suites/" in request.path
-                                        or ("/assets/" in request.path and "m" in request.args))
+    """A component suite under a fingerprinted URL (Dash answers it with a year's max-age) or an `?m=`-stamped
+    asset: its URL changes whenever its content does."""
+    if request.method != "GET":
+        return False
+    if "/_dash-component-suites/" in request.path:
+        return check_fingerprint(request.path.split("/_dash-component-suites/", 1)[1])[1]
+    return "/assets/" in request.path and "m" in request.args
 
 
 class _CompressedOnce:

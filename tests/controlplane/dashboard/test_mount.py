@@ -196,5 +196,7 @@ def test_the_dashboard_loads_only_the_scripts_it_uses_compressed_and_cached_for_
         assert gzip.decompress(packed.data) == plain.data
         assert packed.headers["Cache-Control"] == IMMUTABLE
         assert logged_in.get(url, headers={"Accept-Encoding": "gzip"}).data == packed.data  # compressed once
+    on_demand = logged_in.get("/dashboard/_dash-component-suites/dash/dcc/async-markdown.js")  # no fingerprint
+    assert on_demand.status_code == 200 and on_demand.headers.get("Cache-Control") != IMMUTABLE
     status, raw = dash_callbacks(logged_in).call("reassignments-list.children", {"shell-interval.n_intervals": 1})
     assert status == 200 and "cannot reassign" in raw.decode()  # callbacks are never answered from that cache

@@ -19,7 +19,7 @@ from .balance import Proposal, Replicas
 from .plans import PlanEntry
 from .reassignment import Assignment
 
-__all__ = ("GOALS", "placement", "plan_entries", "propose")
+__all__ = ("GOALS", "describe", "placement", "plan_entries", "propose")
 
 GOALS = ("replicas", "disk", "leaders", "racks", "decommission", "replication-factor")
 """replica count per broker (also: spread onto new brokers), bytes per broker, preferred leaders per broker,
@@ -70,3 +70,13 @@ def propose(goal: str, brokers: Sequence[int] = (), topic: str | None = None,
 
 def plan_entries(proposal: Proposal) -> list[PlanEntry]:
     return [PlanEntry(new.topic, new.partition, new.replicas) for _, new in proposal.moves]
+
+
+def describe(goal: str, brokers: Sequence[int] = (), topic: str | None = None,
+             replication_factor: int | None = None) -> str:
+    """A proposal's goal in words, e.g. "decommission broker 2" (an execution's description)."""
+    if goal == "decommission":
+        return f"decommission broker{'s' if len(brokers) > 1 else ''} {', '.join(map(str, brokers))}"
+    if goal == "replication-factor":
+        return f"replication factor of {topic} to {replication_factor}"
+    return f"balance {goal}"

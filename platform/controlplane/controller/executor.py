@@ -250,6 +250,7 @@ def _start(execution: ReassignmentExecution, tasks: Sequence[ReassignmentTask], 
             _finish_task(task, TaskState.FAILED, now, f"{result.error}: {result.message}")
         else:
             task.state, task.started_at = TaskState.COPYING, now
+            task.bytes_to_copy = task.size_estimate * len(task.adding)  # until the leader's size is read
             execution.copy_started_at = execution.copy_started_at or now
 
 

@@ -3,6 +3,7 @@ it (console, REST API, management command). An allowed action changes the cluste
 one answers 403 (console, REST) or exits non-zero with the reason (command line), changes nothing and is recorded
 `refused` — in both cases with the user as actor and the front end as source."""
 
+import re
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
@@ -81,6 +82,12 @@ MUTATIONS = [
     Mutation(actions.PAUSE_REASSIGNMENT, "rest", ("post", "/api/reassignments/executions/51/pause/", None)),
     Mutation(actions.RESUME_REASSIGNMENT, "rest", ("post", "/api/reassignments/executions/51/resume/", None)),
     Mutation(actions.CANCEL_REASSIGNMENT, "rest", ("post", "/api/reassignments/executions/51/cancel/", None)),
+    Mutation(actions.START_REASSIGNMENT, "console", ("post", "/reassignments/execute/", {
+        "plan": '{"partitions": [{"topic": "payments", "partition": 0, "replicas": [2]}]}', "description": "plan",
+        "max_moves_per_broker": 10})),
+    Mutation(actions.PAUSE_REASSIGNMENT, "console", ("post", "/reassignments/51/pause/", {})),
+    Mutation(actions.RESUME_REASSIGNMENT, "console", ("post", "/reassignments/51/resume/", {})),
+    Mutation(actions.CANCEL_REASSIGNMENT, "console", ("post", "/reassignments/51/cancel/", {})),
     # Reports (issue 16): run 4242 is a queued lag report run (`world`).
     Mutation(actions.RUN_REPORTS, "console", ("post", "/reports/lag/run/", {"period_hours": "2"})),
     Mutation(actions.RUN_REPORTS, "rest", ("post", "/api/reports/runs/", {"report": "lag",
@@ -121,7 +128,7 @@ def world(cluster, monkeypatch, request):
     broker 3. Bob, an operator, holds a token. For the mutations of reassignment execution 51, that execution
     (payments-0 to broker 2, pending) is running, or paused for resume."""
     path = str(request.node.callspec.params["mutation"].request[1])
-    if path.startswith("/api/reassignments/executions/51/"):
+    if re.match(r"(/api)?/reassignments/(executions/)?51/", path):
         execution = ReassignmentExecution.objects.create(pk=51, description="spread", state=ExecutionState.PAUSED
                                                          if path.endswith("/resume/") else ExecutionState.RUNNING)
         ReassignmentTask.objects.create(execution=execution, topic="payments", partition=0, source_replicas=[1],

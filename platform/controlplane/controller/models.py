@@ -66,6 +66,11 @@ class ReassignmentExecution(models.Model):
     def is_active(self) -> bool:
         return self.state in ACTIVE_STATES
 
+    @property
+    def throttle_mb_s(self) -> float | None:
+        """The throttle in MB/s (10^6 bytes, as the console's form takes it); None: no throttle."""
+        return None if self.throttle < 0 else self.throttle / 1_000_000
+
     def progress(self) -> Progress:
         """As of the executor's last look (when the bytes were measured)."""
         return progress(self.bytes_to_copy, self.bytes_copied, self.copy_started_at,

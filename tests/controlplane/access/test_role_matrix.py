@@ -127,8 +127,9 @@ def world(cluster, monkeypatch, request):
     metadata store (conftest `cluster`): orders-0 led by broker 2, not its preferred 1; orders-2 led by the fenced
     broker 3. Bob, an operator, holds a token. For the mutations of reassignment execution 51, that execution
     (payments-0 to broker 2, pending) is running, or paused for resume."""
-    path = str(request.node.callspec.params["mutation"].request[1])
-    if re.match(r"(/api)?/reassignments/(executions/)?51/", path):
+    mutation = request.node.callspec.params["mutation"]
+    if mutation.source != "cli" and re.match(r"(/api)?/reassignments/(executions/)?51/", mutation.request[1]):
+        path = mutation.request[1]
         execution = ReassignmentExecution.objects.create(pk=51, description="spread", state=ExecutionState.PAUSED
                                                          if path.endswith("/resume/") else ExecutionState.RUNNING)
         ReassignmentTask.objects.create(execution=execution, topic="payments", partition=0, source_replicas=[1],

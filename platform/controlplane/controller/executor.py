@@ -305,26 +305,25 @@ def _refuse(execution: ReassignmentExecution, verb: str) -> KafkaApiError:
                          status=409)
 
 
-def pause(execution_id: int) -> ReassignmentExecution:
-    """No new moves start (those in progress finish); 409 unless running."""
+def _transition(execution_id: int, from_state: ExecutionState, to_state: ExecutionState,
+                verb: str) -> ReassignmentExecution:
     with transaction.atomic():
         execution = _locked(execution_id)
-        if execution.state != ExecutionState.RUNNING:
-            raise _refuse(execution, "paused")
-        execution.state = ExecutionState.PAUSED
+        if execution.state != from_state:
+            raise _refuse(execution, verb)
+        execution.state = to_state
         execution.save(update_fields=["state"])
     return execution
+
+
+def pause(execution_id: int) -> ReassignmentExecution:
+    """No new moves start (those in progress finish); 409 unless running."""
+    return _transition(execution_id, ExecutionState.RUNNING, ExecutionState.PAUSED, "paused")
 
 
 def resume(execution_id: int) -> ReassignmentExecution:
     """Start moves again from the next look; 409 unless paused."""
-    with transaction.atomic():
-        execution = _locked(execution_id)
-        if execution.state != ExecutionState.PAUSED:
-            raise _refuse(execution, "resumed")
-        execution.state = ExecutionState.RUNNING
-        execution.save(update_fields=["state"])
-    return execution
+    return _transition(execution_id, ExecutionState.PAUSED, ExecutionState.RUNNING, "resumed")
 
 
 def cancel(execution_id: int, now: datetime | None = None) -> ReassignmentExecution:

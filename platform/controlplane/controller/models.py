@@ -23,6 +23,10 @@ ACTIVE_STATES = (ExecutionState.RUNNING, ExecutionState.PAUSED)
 
 
 class TaskState(models.TextChoices):
+    """pending → copying (reassignment started) → in ISR (every new replica caught up; the move completes once
+    the rest of the target is in sync too) → done; or cancelled (by the execution's cancel, or outside it), or
+    failed (refused, or changed outside the execution)."""
+
     PENDING = "pending"
     COPYING = "copying"
     IN_ISR = "in_isr", "in ISR"

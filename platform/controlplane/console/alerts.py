@@ -40,7 +40,8 @@ class EndpointForm(forms.ModelForm):
     class Meta:
         model = WebhookEndpoint
         fields = ("name", "url", "preset", "routing_key", "link", "method", "headers", "template_open",
-                  "template_close", "extras", "group_allowlist", "group_denylist", "timeout_s")
+                  "template_close", "extras", "group_allowlist", "group_denylist", "notify_threshold",
+                  "reminder_interval_s", "timeout_s")
         widgets = {"template_open": forms.Textarea(attrs={"rows": 3}),
                    "template_close": forms.Textarea(attrs={"rows": 3})}
 

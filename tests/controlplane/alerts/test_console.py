@@ -46,9 +46,12 @@ def test_an_operator_manages_alerts_from_the_console(woken, django_capture_on_co
     operator = logged_in(Role.OPERATOR)
     added = operator.post("/alerts/endpoints/new/", {"name": "ops", "url": "https://h.example/hook",
                                                      "preset": "standard", "method": "POST", "headers": "",
-                                                     "extras": "", "timeout_s": "10"})
+                                                     "extras": "", "timeout_s": "10", "notify_threshold": "ERR",
+                                                     "reminder_interval_s": "900"})
     endpoint = WebhookEndpoint.objects.get()
     assert added.status_code == 200 and endpoint.secret in added.content.decode()
+    assert (endpoint.notify_threshold, endpoint.reminder_interval_s) == ("ERR", 900)
+    assert "ERR only, reminded every 900 s" in added.content.decode()
     assert operator.get("/alerts/").content.decode().count(endpoint.secret) == 0
     with django_capture_on_commit_callbacks(execute=True):
         assert operator.post(f"/alerts/endpoints/{endpoint.pk}/test/").status_code == 302
@@ -67,11 +70,14 @@ def test_an_operator_manages_alerts_from_the_console(woken, django_capture_on_co
 
 @pytest.mark.parametrize(("path", "data", "error"), [
     ("/alerts/endpoints/new/", {"name": "x", "url": "https://h.example/", "preset": "pagerduty", "method": "POST",
-                                "timeout_s": "10"}, "routing"),
+                                "timeout_s": "10", "notify_threshold": "WARN"}, "routing"),
     ("/alerts/endpoints/new/", {"name": "x", "url": "https://h.example/", "preset": "standard", "method": "POST",
-                                "timeout_s": "10", "template_open": "{% if %}"}, "line 1"),
+                                "timeout_s": "10", "template_open": "{% if %}", "notify_threshold": "WARN"}, "line 1"),
     ("/alerts/endpoints/new/", {"name": "x", "url": "https://h.example/", "preset": "standard", "method": "POST",
                                 "timeout_s": "10", "headers": "{nope"}, "not JSON"),
+    ("/alerts/endpoints/new/", {"name": "x", "url": "https://h.example/", "preset": "standard", "method": "POST",
+                                "timeout_s": "10", "notify_threshold": "WARN", "reminder_interval_s": "3"},
+     "at least 10 seconds"),
     ("/alerts/thresholds/new/", {"group": "*", "topic": "*"}, "max_lag"),
 ])
 def test_bad_input_is_400_with_the_reason(path, data, error):

@@ -1,6 +1,8 @@
-"""The console's Alerts page: webhook endpoints (with send-test), lag thresholds, silences, open incidents and
-the delivery log (with retry). Every change is a POST-only `ActionView` needing `manage_alerts`, audited."""
+"""The console's Alerts page: webhook endpoints (add, edit, send-test, delete), lag thresholds, silences, open
+incidents and the delivery log (with retry). Every change is a POST-only `ActionView` needing
+`manage_alerts`, audited once."""
 
+import base64
 import json
 from datetime import timedelta
 
@@ -17,11 +19,17 @@ from controlplane.alerts.changes import audit_state
 from controlplane.alerts.models import Delivery, LagThreshold, Silence, WebhookEndpoint
 from controlplane.lag.models import LagIncident
 from monitoring.notifier.payloads import TemplateError
+from monitoring.notifier.signing import new_secret
 
 DELIVERY_LOG_ROWS = 50
 
 
 class JsonObjectField(forms.CharField):
+    """A JSON object typed as text (shown back as JSON, not as a Python dict)."""
+
+    def prepare_value(self, value):
+        return json.dumps(value) if isinstance(value, dict) else value
+
     def to_python(self, value):
         text = super().to_python(value).strip()
         try:
@@ -31,7 +39,7 @@ class JsonObjectField(forms.CharField):
 
 
 class EndpointForm(forms.ModelForm):
-    url = forms.URLField(max_length=2000, assume_scheme="https")
+    url = forms.URLField(max_length=2000, assume_scheme="https", label="URL")
     link = forms.URLField(max_length=2000, assume_scheme="https", required=False,
                           help_text="link put in chat messages")
     headers = JsonObjectField(required=False, help_text='{"Authorization": "Bearer …"}')
@@ -44,6 +52,55 @@ class EndpointForm(forms.ModelForm):
                   "reminder_interval_s", "timeout_s")
         widgets = {"template_open": forms.Textarea(attrs={"rows": 3}),
                    "template_close": forms.Textarea(attrs={"rows": 3})}
+        labels = {"reminder_interval_s": "Reminder interval (s)", "timeout_s": "Timeout (s)"}
+
+
+class EndpointEditForm(EndpointForm):
+    """An existing endpoint's settings, the same validation as adding one; the signing secret stays unless
+    `new_secret` replaces it or `generate_secret` makes a fresh one (shown once)."""
+
+    new_secret = forms.CharField(max_length=100, required=False, strip=True,
+                                 help_text="a whsec_… secret to sign with from now on; empty keeps the current one")
+    generate_secret = forms.BooleanField(required=False, label="Generate a new secret",
+                                         help_text="replace the secret with a fresh one, shown once")
+
+    class Meta(EndpointForm.Meta):
+        fields = (*EndpointForm.Meta.fields, "enabled")
+
+    def clean_new_secret(self) -> str:
+        secret = self.cleaned_data["new_secret"]
+        if secret and (not secret.startswith("whsec_") or not _decodes(secret)):
+            raise forms.ValidationError("a Standard Webhooks secret: whsec_ and base64")
+        return secret
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("new_secret") and cleaned.get("generate_secret"):
+            raise forms.ValidationError("paste a new secret or generate one, not both")
+        return cleaned
+
+    @property
+    def replaces_secret(self) -> bool:
+        return bool(self.cleaned_data.get("new_secret") or self.cleaned_data.get("generate_secret"))
+
+    def save(self, commit: bool = True) -> WebhookEndpoint:
+        endpoint = super().save(commit=False)
+        if self.cleaned_data.get("new_secret"):
+            endpoint.secret = self.cleaned_data["new_secret"]
+        elif self.cleaned_data.get("generate_secret"):
+            endpoint.secret = new_secret()
+        if endpoint.enabled:
+            endpoint.disabled_reason = ""
+        if commit:
+            endpoint.save()
+        return endpoint
+
+
+def _decodes(secret: str) -> bool:
+    try:
+        return bool(base64.b64decode(secret.removeprefix("whsec_"), validate=True))
+    except ValueError:
+        return False
 
 
 class ThresholdForm(forms.ModelForm):
@@ -58,10 +115,13 @@ class SilenceForm(forms.Form):
     comment = forms.CharField(max_length=300, required=False)
 
 
-def render_alerts(request, status: int = 200, created: WebhookEndpoint | None = None, **forms_):
-    """The page; `created`: an endpoint just added, whose secret is shown this once."""
+def render_alerts(request, status: int = 200, created: WebhookEndpoint | None = None, rotated: bool = False,
+                  **forms_):
+    """The page; `created`: an endpoint just added (or, `rotated`, given a new secret), whose secret is shown
+    this once."""
     context = {
         "created": created,
+        "rotated": rotated,
         "endpoints": WebhookEndpoint.objects.all(),
         "thresholds": LagThreshold.objects.all(),
         "silences": Silence.objects.filter(ends_at__gt=timezone.now()),
@@ -98,6 +158,37 @@ class EndpointCreateView(AlertsAction):
             endpoint = form.save()
             change.after = audit_state(endpoint)
         return render_alerts(request, created=endpoint)
+
+
+def render_endpoint(request, endpoint: WebhookEndpoint, form: EndpointEditForm | None = None, status: int = 200):
+    return render(request, "console/alert_endpoint.html",
+                  {"endpoint": endpoint, "form": form or EndpointEditForm(instance=endpoint)}, status=status)
+
+
+class EndpointPage(ViewerRequiredMixin, View):
+    """An endpoint's settings in its edit form (the submit button is disabled for who may not change them)."""
+
+    def get(self, request, pk: int):
+        return render_endpoint(request, get_object_or_404(WebhookEndpoint, pk=pk))
+
+
+class EndpointUpdateView(AlertsAction):
+    kind = "webhook-endpoint"
+
+    def perform(self, request, pk: int):
+        endpoint = get_object_or_404(WebhookEndpoint, pk=pk)
+        before = audit_state(endpoint)
+        form = EndpointEditForm(request.POST, instance=endpoint)
+        if not form.is_valid():
+            return render_endpoint(request, WebhookEndpoint.objects.get(pk=pk), form, status=400)
+        with self.audited_change() as change:
+            change.before = before
+            endpoint = form.save()
+            change.after = {**audit_state(endpoint), **({"secret": "replaced"} if form.replaces_secret else {})}
+        if form.cleaned_data["generate_secret"]:
+            return render_alerts(request, created=endpoint, rotated=True)
+        messages.success(request, f"Saved endpoint '{endpoint.name}'; the monitor applies it from its next round.")
+        return redirect("console:alerts")
 
 
 class EndpointTestView(AlertsAction):

@@ -9,6 +9,7 @@ from datetime import timedelta
 from django import forms
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views import View
 
@@ -16,8 +17,9 @@ from controlplane.access import actions
 from controlplane.access.console import ActionView, ViewerRequiredMixin
 from controlplane.alerts import outbox
 from controlplane.alerts.changes import audit_state
+from controlplane.alerts.cluster_alerts import BROKER_DOWN
+from controlplane.alerts.incidents import LAG, OpenIncident, open_incidents
 from controlplane.alerts.models import Delivery, LagThreshold, Silence, WebhookEndpoint
-from controlplane.lag.models import LagIncident
 from monitoring.notifier.payloads import TemplateError
 from monitoring.notifier.signing import new_secret
 
@@ -125,13 +127,22 @@ def render_alerts(request, status: int = 200, created: WebhookEndpoint | None = 
         "endpoints": WebhookEndpoint.objects.all(),
         "thresholds": LagThreshold.objects.all(),
         "silences": Silence.objects.filter(ends_at__gt=timezone.now()),
-        "incidents": LagIncident.objects.filter(closed_ms__isnull=True),
+        "incidents": [(i, incident_link(i)) for i in open_incidents()],
         "deliveries": Delivery.objects.select_related("endpoint")[:DELIVERY_LOG_ROWS],
         "endpoint_form": forms_.get("endpoint_form") or EndpointForm(),
         "threshold_form": forms_.get("threshold_form") or ThresholdForm(),
         "silence_form": forms_.get("silence_form") or SilenceForm(),
     }
     return render(request, "console/alerts.html", context, status=status)
+
+
+def incident_link(incident: OpenIncident) -> str:
+    """The console page of what an incident is about: the group, the brokers, or the partition's topic."""
+    if incident.source == LAG:
+        return reverse("console:group", args=[incident.subject])
+    if incident.source == BROKER_DOWN:
+        return reverse("console:brokers")
+    return reverse("console:topic", args=[incident.subject.rsplit("-", 1)[0]])
 
 
 class AlertsView(ViewerRequiredMixin, View):

@@ -48,4 +48,3 @@ def open_incidents() -> list[OpenIncident]:
 def open_count() -> int:
     """How many incidents are open (one query)."""
     return _open_lag().order_by().values("pk").union(_open_cluster().order_by().values("pk"), all=True).count()
-

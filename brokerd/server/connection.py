@@ -18,10 +18,15 @@ a byte a second (slowloris) is idle too; the listener reaps both after `connecti
 
 Response chunks are written with `transport.write`, storage file regions with `loop.sendfile` (os.sendfile
 on plain TCP: zero copy). A bad size prefix, an undecodable request or an unexpected failure (logged) closes
-only this connection. When a connection ends, its released requests still in progress are cancelled (only
-their wait is left); an unreleased one (at most the last) finishes its work unanswered, as Kafka's handler
-threads finish the requests of a closed channel: cancelling it could leave work half done (an offset commit
-appended but not applied).
+only this connection and drops the requests queued behind it (`_refuse`), as does a broker that stops once
+its drain is over (`close`).
+
+When the client goes away (closes, resets, or a write to it fails), every request it sent completely is
+still processed, in order and by the same rules, unanswered — as Kafka processes the completed receives of a
+closing channel. An acks=0 producer relies on this: it closes right after writing its last produce request,
+expecting no answer, while earlier requests may still be in progress here. Only the released requests still
+in progress are cancelled then (all that is left of them is a wait, and no one to answer); an unreleased one
+finishes its work, as cancelling it could leave work half done (an offset commit appended but not applied).
 Event loop only.
 """
 
@@ -99,7 +104,7 @@ class KafkaConnection(asyncio.Protocol):
         try:
             frames = self._decoder.feed(data)
         except InvalidFrameError as exc:
-            self._abort(str(exc))
+            self._refuse(str(exc))
             return
         if not frames:
             return
@@ -113,11 +118,9 @@ class KafkaConnection(asyncio.Protocol):
             self._transport.pause_reading()  # type: ignore[union-attr]
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._transport = None
+        self._transport = None  # `_process` goes on with the requests already received, unanswered
         self._progress.set()
         self._writable.set()
-        if self._task is not None and not self.busy:
-            self._task.cancel()
         self._on_close(self, self._client_host)
 
     def pause_writing(self) -> None:
@@ -134,6 +137,8 @@ class KafkaConnection(asyncio.Protocol):
         return (not self.busy and not self._frames) or self._awaiting_client
 
     def close(self) -> None:
+        """Close gracefully (the broker stops): the requests not yet started are dropped."""
+        self._drop_queued()
         if self._transport is not None:
             self._transport.close()
 
@@ -158,25 +163,47 @@ class KafkaConnection(asyncio.Protocol):
             await asyncio.shield(self._task)
 
     def _abort(self, reason: str) -> None:
+        """End the connection now; the requests already received are still processed, unanswered."""
         log.info("closing connection from %s: %s", self._client_host, reason)
-        if self._transport is not None:
-            self._transport.abort()
+        transport, self._transport = self._transport, None
+        if transport is not None:
+            transport.abort()
+        self._progress.set()
+        self._writable.set()
+
+    def _refuse(self, reason: str) -> None:
+        """End the connection over a bad request or a bug: the requests queued behind it are dropped."""
+        self._drop_queued()
+        self._abort(reason)
+
+    def _drop_queued(self) -> None:
+        self._frames.clear()
+        self._queued_bytes = 0
 
     # processing
     async def _process(self) -> None:
-        """Start requests in order (each once the previous completed or released), answer them in order.
-        A request's failure (raised by its task) or a failed write ends the connection."""
+        """Start requests in order (each once the previous completed or released), answer them in order while
+        the client is there; end once the client is gone (or the broker stops) and every request received is
+        processed. A request's failure (raised by its task) refuses the connection; a failed write aborts it."""
         in_progress: deque[_Request] = deque()
         loop = asyncio.get_running_loop()
         try:
             while True:
-                while in_progress and in_progress[0].task.done():  # type: ignore[union-attr]
-                    chunks = in_progress.popleft().task.result()  # type: ignore[union-attr]
+                while in_progress and (in_progress[0].task.done()  # type: ignore[union-attr]
+                                       or (self._transport is None and in_progress[0].released)):
+                    request = in_progress.popleft()
+                    if not request.task.done():  # type: ignore[union-attr]
+                        _cancel_unanswered(request)  # the client is gone and only a wait is left
+                        continue
+                    chunks = request.task.result()  # type: ignore[union-attr]
                     if chunks is not None and self._transport is not None:
-                        await self._write(chunks)
+                        try:
+                            await self._write(chunks)
+                        except (ConnectionError, OSError) as exc:
+                            self._abort(f"write failed: {exc}")
                     self.last_active = loop.time()
                 self.busy = bool(in_progress)
-                if self._transport is None or (self._stopping and not in_progress and not self._frames):
+                if not in_progress and not self._frames and (self._transport is None or self._stopping):
                     break
                 if self._frames and len(in_progress) < MAX_PIPELINED_REQUESTS and (
                         not in_progress or in_progress[-1].released):
@@ -186,27 +213,26 @@ class KafkaConnection(asyncio.Protocol):
                 self._progress.clear()
                 await self._progress.wait()
         except MalformedRequestError as exc:
-            self._abort(str(exc))
-        except (ConnectionError, OSError) as exc:
-            self._abort(f"write failed: {exc}")
+            self._refuse(str(exc))
         except Exception:  # a bug, never a hung connection: the client reconnects (Kafka closes too)
             log.exception("request from %s failed; closing the connection", self._client_host)
-            self._abort("unexpected error")
+            self._refuse("unexpected error")
         finally:
             self.busy = False
-            for request in in_progress:  # the connection is gone: their outcomes have nowhere to go
+            for request in in_progress:  # the connection is refused: their outcomes have nowhere to go
                 if request.released:
-                    request.task.cancel()  # type: ignore[union-attr]  # only a wait is left
-                request.task.add_done_callback(_discard_outcome)  # type: ignore[union-attr]
+                    _cancel_unanswered(request)
+                else:
+                    request.task.add_done_callback(_discard_outcome)  # type: ignore[union-attr]
             if self._stopping:
                 self.close()
 
     def _start(self, frame: bytes) -> _Request:
         self._queued_bytes -= len(frame)
-        if self._reading_paused and not self._stopping and len(self._frames) < MAX_QUEUED_FRAMES // 2 \
-                and self._queued_bytes < self._max_queued_bytes // 2:
+        if self._reading_paused and not self._stopping and self._transport is not None \
+                and len(self._frames) < MAX_QUEUED_FRAMES // 2 and self._queued_bytes < self._max_queued_bytes // 2:
             self._reading_paused = False
-            self._transport.resume_reading()  # type: ignore[union-attr]
+            self._transport.resume_reading()
         request = _Request()
 
         def release() -> None:
@@ -247,6 +273,12 @@ class KafkaConnection(asyncio.Protocol):
             transport.writelines(pending)
         if not self._writable.is_set():
             await self._writable.wait()
+
+
+def _cancel_unanswered(request: _Request) -> None:
+    """Cancel a released request whose answer has nowhere to go: all that is left of it is a wait."""
+    request.task.cancel()  # type: ignore[union-attr]
+    request.task.add_done_callback(_discard_outcome)  # type: ignore[union-attr]
 
 
 def _discard_outcome(task: asyncio.Task) -> None:

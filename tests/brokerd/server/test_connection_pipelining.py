@@ -1,7 +1,9 @@
 """`server.connection` over a real loopback socket, with a scripted dispatcher in place of the broker's: a
 request that releases the connection (an acks=all produce waiting for replication) lets the next request
 start while it waits; answers still leave in request order; a request that does not release holds the next;
-a request that fails closes its connection alone, cancelling the released requests behind it."""
+a request that fails closes its connection alone, cancelling the released requests behind it and dropping
+the queued ones; when the client closes, every request it sent is still processed, in order (an acks=0
+producer closes right after its last produce request)."""
 
 import asyncio
 import logging
@@ -41,17 +43,20 @@ class ScriptedDispatcher:
         return [struct.pack(">i", len(frame)) + frame]
 
 
-async def serve(dispatcher: ScriptedDispatcher) -> asyncio.Server:
+async def serve(dispatcher: ScriptedDispatcher, on_close=lambda *_: None) -> asyncio.Server:
     """A loopback server of `KafkaConnection`s over `dispatcher`, admitting every connection."""
     return await asyncio.get_running_loop().create_server(
-        lambda: KafkaConnection(dispatcher, 1 << 20, lambda *_: True, lambda *_: None), "127.0.0.1", 0)
+        lambda: KafkaConnection(dispatcher, 1 << 20, lambda *_: True, on_close), "127.0.0.1", 0)
+
+
+def framed(*frames: bytes) -> bytes:
+    return b"".join(struct.pack(">i", len(frame)) + frame for frame in frames)
 
 
 async def connect(server: asyncio.Server, frames: list[bytes]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """A client connection to `server` that has sent `frames` pipelined."""
     reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
-    for frame in frames:
-        writer.write(struct.pack(">i", len(frame)) + frame)
+    writer.write(framed(*frames))
     await writer.drain()
     return reader, writer
 
@@ -137,7 +142,7 @@ def test_a_failed_request_closes_only_its_connection_and_cancels_the_released_re
         dispatcher.waits = {name: asyncio.Event() for name in (b"A", b"B", b"C", b"D")}
         server = await serve(dispatcher)
         other_reader, other_writer = await connect(server, [b"D"])
-        reader, writer = await connect(server, [b"A", b"B", b"C"])
+        reader, writer = await connect(server, [b"A", b"B", b"C", b"E"])
         await until(lambda: sorted(dispatcher.started) == [b"A", b"B", b"C", b"D"])
 
         dispatcher.waits[b"A"].set()  # A fails while B (released) and C (not released) are in progress
@@ -146,6 +151,7 @@ def test_a_failed_request_closes_only_its_connection_and_cancels_the_released_re
         assert "cancelled C" not in dispatcher.events  # unreleased: it finishes its work, unanswered
         dispatcher.waits[b"C"].set()
         await until(lambda: "end C" in dispatcher.events)
+        assert b"E" not in dispatcher.started  # queued behind the failure: dropped
 
         dispatcher.waits[b"D"].set()  # the other connection carries on
         assert await answer(other_reader) == b"D"
@@ -158,3 +164,51 @@ def test_a_failed_request_closes_only_its_connection_and_cancels_the_released_re
     if isinstance(failure, RuntimeError):  # a bug is logged with its traceback
         (logged,) = [r for r in caplog.records if r.levelno == logging.ERROR]
         assert logged.exc_info[1] is failure
+
+
+def test_every_request_sent_before_the_client_closed_is_processed_in_order():
+    """An acks=0 producer writes its produce requests and closes: none of them may be dropped, though the
+    requests ahead of them are still in progress when the close arrives."""
+    async def main():
+        dispatcher = ScriptedDispatcher(releases={b"A"})  # A: an acks=all produce waiting for replication
+        dispatcher.waits = {b"A": asyncio.Event(), b"B": asyncio.Event()}  # B holds C until it completes
+        closed = asyncio.Event()
+        server = await serve(dispatcher, on_close=lambda *_: closed.set())
+        _reader, writer = await connect(server, [b"A", b"B", b"C"])
+        await until(lambda: dispatcher.started == [b"A", b"B"])
+
+        writer.close()
+        async with asyncio.timeout(10):
+            await closed.wait()
+        await until(lambda: "cancelled A" in dispatcher.events)  # no one to answer: only A's wait was left
+        dispatcher.waits[b"B"].set()
+        await until(lambda: "end C" in dispatcher.events)
+        assert dispatcher.events == ["start A", "start B", "cancelled A", "end B", "start C", "end C"]
+        server.close()
+
+    asyncio.run(main())
+
+
+class SentAndClosed(asyncio.Transport):
+    """The transport of a client whose frames and close arrive together: reading, then nothing to write."""
+
+    def get_extra_info(self, name, default=None):
+        return ("127.0.0.1", 50000) if name == "peername" else default
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def test_requests_that_arrive_with_the_close_are_processed_before_the_connection_ever_ran():
+    async def main():
+        dispatcher = ScriptedDispatcher(releases=set())
+        connection = KafkaConnection(dispatcher, 1 << 20, lambda *_: True, lambda *_: None)
+        connection.connection_made(SentAndClosed())
+        connection.data_received(framed(b"A", b"B"))
+        connection.connection_lost(None)  # in the same loop step: the connection's task has not run yet
+        await until(lambda: dispatcher.events == ["start A", "end A", "start B", "end B"])
+
+    asyncio.run(main())

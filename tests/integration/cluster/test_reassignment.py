@@ -186,7 +186,9 @@ def check_step(step: str, cluster: Cluster, producer: AckingProducer, reader: Gr
     for topic, partition in {(load, 0)} | {(t["topic"], t["partition"]) for t in moves if t["topic"] in checked_topics}:
         wait_until(lambda t=topic, p=partition: identical_up_to_hw(cluster, t, p), 30,
                    message=f"{step}: {topic}-{partition} replicas identical below the high watermark")
-    print(f"{step}: {len(moves)} move(s) checked, {len(acks)} records acknowledged so far")
+    gap = max((b.at - a.at for a, b in zip(acks, acks[1:], strict=False)), default=0.0)
+    print(f"{step}: {len(moves)} move(s) checked, {len(acks)} records acknowledged so far, longest pause between "
+          f"acknowledgements {gap:.1f} s")
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ from controlplane.topics import services
 from controlplane.topics.describe import config_entries, partition_rows
 from controlplane.topics.listing import ORDERINGS, topic_summaries
 from controlplane.topics.message_browser import parse_browse_request, produce
-from controlplane.topics.message_format import DECODINGS, decode
+from controlplane.topics.message_format import DECODINGS, message_row
 from controlplane.topics.models import Partition, Topic
 from kafkaspec import topic_config, topic_names
 
@@ -186,10 +186,8 @@ class TopicMessagesView(ViewerRequiredMixin, View):
         except KafkaApiError as e:
             return render(request, "console/topic_messages.html", {**context, "error": e}, status=e.status)
         zone = _zone(request.GET.get("tz", ""))
-        rows = [{"m": m, "time": datetime.datetime.fromtimestamp(m.timestamp_ms / 1000, zone).isoformat(
-                     timespec="milliseconds"),
-                 "key": decode(m.key, browse.decoding), "value": decode(m.value, browse.decoding),
-                 "headers": [(k, decode(v, browse.decoding)) for k, v in m.headers]} for m in page.messages]
+        rows = [{**message_row(m, browse.decoding), "time": datetime.datetime.fromtimestamp(
+                     m.timestamp_ms / 1000, zone).isoformat(timespec="milliseconds")} for m in page.messages]
         query = request.GET.copy()
         query.pop("cursor", None)
         return render(request, "console/topic_messages.html",

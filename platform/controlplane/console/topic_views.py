@@ -15,6 +15,7 @@ from django.views import View
 from controlplane.access import actions, checks
 from controlplane.access.console import ActionView, ViewerRequiredMixin
 from controlplane.core.errors import KafkaApiError
+from controlplane.lag import client as lag_client
 from controlplane.topics import services
 from controlplane.topics.describe import config_entries, partition_rows
 from controlplane.topics.listing import ORDERINGS, topic_summaries
@@ -86,14 +87,18 @@ class TopicCreateView(ActionView):
 
 
 class TopicDetailView(ViewerRequiredMixin, View):
-    """Partitions (leader, replicas in order, ISR, flags, log offsets) and every config with its source."""
+    """Partitions (leader, replicas in order, ISR, flags, log offsets), every config with its source, and the
+    consumer groups reading the topic with their lag on it (one request to the lag monitor, whatever the number of
+    groups; None when it does not answer)."""
 
     def get(self, request, name: str):
         topic = topic_summaries().filter(name=name).first()
         if topic is None:
             raise Http404(f"No topic '{name}'.")
+        consumers = lag_client.read_json(lag_client.topic_groups_path(name))
         return render(request, "console/topic_detail.html",
-                      {"topic": topic, "partitions": partition_rows(topic), "configs": config_entries(topic)})
+                      {"topic": topic, "partitions": partition_rows(topic), "configs": config_entries(topic),
+                       "consumers": consumers})
 
 
 class _TopicAction(ActionView):

@@ -18,7 +18,7 @@ from controlplane.core.errors import KafkaApiError
 from controlplane.lag import client as lag_client
 from controlplane.topics import services
 from controlplane.topics.describe import config_entries, partition_rows
-from controlplane.topics.listing import ORDERINGS, topic_summaries
+from controlplane.topics.listing import ORDERINGS, SortedTopics, topic_summaries
 from controlplane.topics.message_browser import parse_browse_request, produce
 from controlplane.topics.message_format import DECODINGS, message_row
 from controlplane.topics.models import Partition, Topic
@@ -38,7 +38,7 @@ class TopicListView(ViewerRequiredMixin, View):
         ordering = request.GET.get("sort", "name")
         if ordering.removeprefix("-") not in ORDERINGS:
             ordering = "name"
-        page = Paginator(topic_summaries(query, ordering), PAGE_SIZE).get_page(request.GET.get("page"))
+        page = Paginator(SortedTopics(topic_summaries(query, ordering)), PAGE_SIZE).get_page(request.GET.get("page"))
         columns = [(key, label, ("-" + key) if ordering == key else key, ordering.removeprefix("-") == key,
                     ordering.startswith("-")) for key, label in COLUMNS]
         return render(request, "console/topics.html", {"page": page, "topics": page.object_list, "q": query,

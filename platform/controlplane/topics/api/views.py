@@ -17,7 +17,7 @@ from controlplane.core.serializers import ErrorSerializer, one_line
 from .. import message_browser, services
 from ..describe import config_entries, partition_rows
 from ..filtersets import PartitionFilterSet, TopicFilterSet
-from ..listing import ORDERINGS, topic_summaries
+from ..listing import ORDERINGS, SortedTopics, topic_summaries
 from ..message_format import export_csv, export_jsonl, message_row
 from ..models import Partition
 from .serializers import (
@@ -86,6 +86,9 @@ class TopicViewSet(ActionViewMixin, mixins.ListModelMixin, viewsets.GenericViewS
             return topic_summaries(ordering=self.request.query_params.get("ordering", "name"))
         except ValueError as e:
             raise KafkaApiError("INVALID_REQUEST", str(e)) from None
+
+    def paginate_queryset(self, queryset):
+        return super().paginate_queryset(SortedTopics(queryset))
 
     def audit_target(self) -> str:
         if "name" in self.kwargs:

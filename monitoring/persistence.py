@@ -12,7 +12,7 @@ import os
 import tempfile
 import threading
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Protocol
@@ -82,12 +82,11 @@ class MemoryStore:
     def open_incidents(self) -> list[Incident]:
         return list(self.incidents.values())
 
-    def save_incident(self, incident: Incident) -> None:
-        self.incidents[incident.id] = incident
-
-    def close_incident(self, incident: Incident, closed_ms: int) -> None:
-        self.incidents.pop(incident.id, None)
-        self.closed.append((incident, closed_ms))
+    def update_incidents(self, saved: Sequence[Incident], closed: Sequence[tuple[Incident, int]]) -> None:
+        self.incidents.update((incident.id, incident) for incident in saved)
+        for incident, closed_ms in closed:
+            self.incidents.pop(incident.id, None)
+            self.closed.append((incident, closed_ms))
 
 
 class FileStore:
@@ -112,14 +111,12 @@ class FileStore:
         with self._lock:
             return list(self._incidents.values())
 
-    def save_incident(self, incident: Incident) -> None:
+    def update_incidents(self, saved: Sequence[Incident], closed: Sequence[tuple[Incident, int]]) -> None:
+        """The file is rewritten once per call (so once per evaluation round)."""
         with self._lock:
-            self._incidents[incident.id] = incident
-            self._write_incidents()
-
-    def close_incident(self, incident: Incident, closed_ms: int) -> None:
-        with self._lock:
-            self._incidents.pop(incident.id, None)
+            self._incidents.update((incident.id, incident) for incident in saved)
+            for incident, _closed_ms in closed:
+                self._incidents.pop(incident.id, None)
             self._write_incidents()
 
     def _write_incidents(self) -> None:

@@ -274,6 +274,8 @@ class LagMonitor:
     def _notify(self, results: Mapping[str, GroupResult], now_ms: int) -> None:
         silences = self.silences()
         announcements: list[Notification] = []
+        saved: list[Incident] = []
+        closed: list[tuple[Incident, int]] = []
         for group in set(results) | set(self._incidents):
             result = results.get(group) or not_found(self.config.cluster, group, now_ms)
             previous = self._incidents.get(group)
@@ -281,11 +283,13 @@ class LagMonitor:
             if decision.incident is None:
                 if previous is not None:
                     del self._incidents[group]
-                    self.store.close_incident(previous, now_ms)
+                    closed.append((previous, now_ms))
             elif decision.incident != previous:
                 self._incidents[group] = decision.incident
-                self.store.save_incident(decision.incident)
+                saved.append(decision.incident)
             announcements.extend(decision.notifications)
+        if saved or closed:
+            self.store.update_incidents(saved, closed)
         if announcements:
             self.sink.deliver(announcements)
 
@@ -338,12 +342,16 @@ class LagMonitor:
                 self.storage.delete_group_topic(group, topic)
 
     def stats(self) -> MonitorStats:
-        return self._stats
+        """The latest round's figures, with the collector's two live ones (commits stored, backlog on
+        `__consumer_offsets` against the latest heads) as of now rather than as of that round."""
+        reader = self._offsets_reader
+        return dataclasses.replace(self._stats, commits_stored=self._commits_stored,
+                                   offsets_topic_lag=reader.lag(self._offsets_topic_heads) if reader else 0)
 
     def metrics_snapshot(self) -> MetricsSnapshot:
         with self._lock:
             heads = {topic: self.storage.topic_heads(topic) or [] for topic in self.storage.topics()}
-        return MetricsSnapshot(self.config.cluster, list(self._results.values()), heads, self._stats)
+        return MetricsSnapshot(self.config.cluster, list(self._results.values()), heads)
 
 
 def _with_lag_seconds(partition: PartitionInput, times: Mapping[Position, int | None], now_ms: int) -> PartitionInput:

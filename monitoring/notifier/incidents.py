@@ -95,10 +95,10 @@ class IncidentStore(Protocol):
 
     def open_incidents(self) -> list[Incident]: ...
 
-    def save_incident(self, incident: Incident) -> None:
-        """Insert or update by `incident.id`."""
-
-    def close_incident(self, incident: Incident, closed_ms: int) -> None: ...
+    def update_incidents(self, saved: Sequence[Incident], closed: Sequence[tuple[Incident, int]]) -> None:
+        """One evaluation round's changes at once: insert or update each of `saved` by `incident.id`, close
+        each of `closed` at its time (ms). One call per round, whatever the number of groups: a round can
+        open thousands of incidents (a cluster-wide stall), so a store writes them in one go."""
 
 
 def new_id() -> str:

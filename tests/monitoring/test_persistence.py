@@ -27,17 +27,17 @@ def test_unreadable_state(blob):
 @pytest.mark.parametrize("make", [lambda path: MemoryStore(), FileStore])
 def test_incident_store(tmp_path, make):
     store = make(tmp_path)
-    store.save_incident(INCIDENT)
-    store.save_incident(Incident("def", "prod", "audit", 2_000, Status.WARN))
+    store.update_incidents([INCIDENT, Incident("def", "prod", "audit", 2_000, Status.WARN)], [])
     assert sorted(i.id for i in store.open_incidents()) == ["abc", "def"]
-    store.close_incident(INCIDENT, 5_000)
-    assert [i.id for i in store.open_incidents()] == ["def"]
+    updated = Incident("def", "prod", "audit", 2_000, Status.ERR)
+    store.update_incidents([updated], [(INCIDENT, 5_000)])
+    assert store.open_incidents() == [updated]
     store.save_state(b"blob")
     assert store.load_state() == b"blob"
 
 
 def test_file_store_survives_a_restart(tmp_path):
-    FileStore(tmp_path).save_incident(INCIDENT)
+    FileStore(tmp_path).update_incidents([INCIDENT], [])
     FileStore(tmp_path).save_state(b"\x00state")
     reopened = FileStore(tmp_path)
     assert reopened.open_incidents() == [INCIDENT] and reopened.load_state() == b"\x00state"

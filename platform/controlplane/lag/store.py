@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from controlplane.alerts import outbox
@@ -62,20 +62,23 @@ class OrmMonitorStore:
                 for row in LagIncident.objects.filter(cluster=self.cluster, closed_ms__isnull=True)]
 
     @in_own_connection
-    def save_incident(self, incident: Incident) -> None:
-        self._upsert(incident, None)
+    def update_incidents(self, saved: Sequence[Incident], closed: Sequence[tuple[Incident, int]]) -> None:
+        """One transaction of upserts by `incident_id` (a few statements for any number of incidents)."""
+        rows = [_row(incident, None) for incident in saved]
+        rows += [_row(incident, closed_ms) for incident, closed_ms in closed]
+        with transaction.atomic():
+            LagIncident.objects.bulk_create(rows, batch_size=500, update_conflicts=True,
+                                            unique_fields=["incident_id"], update_fields=_UPDATED_FIELDS)
 
-    @in_own_connection
-    def close_incident(self, incident: Incident, closed_ms: int) -> None:
-        self._upsert(incident, closed_ms)
 
-    @staticmethod
-    def _upsert(incident: Incident, closed_ms: int | None) -> None:
-        LagIncident.objects.update_or_create(incident_id=incident.id, defaults={
-            "cluster": incident.cluster, "group": incident.group, "start_ms": incident.start_ms,
-            "status": incident.status.name,
-            "notified_status": incident.notified_status.name if incident.notified_status else "",
-            "notified_ms": incident.notified_ms, "closed_ms": closed_ms})
+_UPDATED_FIELDS = ["cluster", "group", "start_ms", "status", "notified_status", "notified_ms", "closed_ms"]
+
+
+def _row(incident: Incident, closed_ms: int | None) -> LagIncident:
+    return LagIncident(incident_id=incident.id, cluster=incident.cluster, group=incident.group,
+                       start_ms=incident.start_ms, status=incident.status.name,
+                       notified_status=incident.notified_status.name if incident.notified_status else "",
+                       notified_ms=incident.notified_ms, closed_ms=closed_ms)
 
 
 class OutboxSink:

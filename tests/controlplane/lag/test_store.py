@@ -22,9 +22,9 @@ def test_state_and_incidents_survive_a_new_store():
     first.save_state(b"\x00blob")
     first.save_state(b"\x01blob")
     opened = Incident("i1", "prod", "billing", 1000, Status.ERR, Status.ERR, 1000)
-    first.save_incident(opened)
-    first.save_incident(Incident("i2", "prod", "etl", 2000, Status.WARN))
-    first.close_incident(Incident("i2", "prod", "etl", 2000, Status.WARN), 5000)
+    first.update_incidents([Incident("i1", "prod", "billing", 1000, Status.WARN),
+                            Incident("i2", "prod", "etl", 2000, Status.WARN)], [])
+    first.update_incidents([opened], [(Incident("i2", "prod", "etl", 2000, Status.WARN), 5000)])
     again = OrmMonitorStore("prod")
     assert again.load_state() == b"\x01blob"
     assert again.open_incidents() == [opened]

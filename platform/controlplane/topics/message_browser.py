@@ -335,15 +335,16 @@ def _timestamp_ms(raw: str, zone: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def _avro_schema(params: Mapping[str, str]) -> AvroSchema | None:
+def _avro_schema(params: Mapping[str, str]) -> AvroSchema:
+    """decode=avro's `avro_schema` (JSON) and optional `schema_id`."""
     text = params.get("avro_schema", "").strip()
     if not text:
-        if params.get("decode") == "avro":
-            raise KafkaApiError("INVALID_REQUEST", "decode=avro needs the values' Avro schema (avro_schema, JSON)")
-        return None
-    schema_id = _int(params, "schema_id", -1)
+        raise KafkaApiError("INVALID_REQUEST", "decode=avro needs the values' Avro schema (avro_schema, JSON)")
+    schema_id = _int(params, "schema_id", -1) if params.get("schema_id", "").strip() else None
+    if schema_id is not None and not 0 <= schema_id < 2**32:
+        raise KafkaApiError("INVALID_REQUEST", "schema_id is a schema registry id (0 to 4294967295)")
     try:
-        return AvroSchema(text, None if schema_id < 0 else schema_id)
+        return AvroSchema(text, schema_id)
     except ValueError as e:
         raise KafkaApiError("INVALID_REQUEST", f"avro_schema: {e}") from None
 

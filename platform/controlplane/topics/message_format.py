@@ -14,7 +14,6 @@ import uuid
 from dataclasses import dataclass
 
 import fastavro
-from fastavro.schema import SchemaParseException
 
 __all__ = ("CSV_COLUMNS", "DECODINGS", "AvroSchema", "Decoding", "Filter", "Message", "UndecodableValue", "decode",
            "export_csv", "export_jsonl", "json_path_value", "message_row", "parse_json_path")
@@ -85,8 +84,8 @@ class AvroSchema:
     def __init__(self, schema_json: str, schema_id: int | None = None):
         try:
             self._schema = fastavro.parse_schema(json.loads(schema_json))
-        except (ValueError, TypeError, SchemaParseException) as e:  # bad JSON; an unknown type; not a schema's shape
-            raise ValueError(f"not an Avro schema: {e}") from None
+        except Exception as e:  # bad JSON; fastavro's SchemaParseException, UnknownType, KeyError for a missing key, …
+            raise ValueError(f"not an Avro schema: {type(e).__name__}: {e}") from None
         self.schema_id = schema_id
 
     def read(self, data: bytes) -> object:

@@ -204,7 +204,8 @@ def test_avro_values_decode_and_malformed_ones_are_shown_per_record(topic):
     assert [json.loads(line)["value_error"] is None for line in lines] == [True] * 3 + [False] * 3 + [True]
 
     for bad, message in (({"avro_schema": ""}, "decode=avro needs"), ({"avro_schema": "{"}, "not an Avro schema"),
-                         ({"schema_id": "x"}, "schema_id must be a whole number")):
+                         ({"schema_id": "x"}, "schema_id must be a whole number"),
+                         ({"schema_id": "-1"}, "schema_id is a schema registry id")):
         refused = operator.get(url, {**params, **bad})
         assert (refused.status_code, refused.json()["error"]) == (400, "INVALID_REQUEST")
         assert message in refused.json()["message"]

@@ -110,7 +110,8 @@ def test_avro_values(data, schema_id, shown, error):
 
 
 @pytest.mark.parametrize("schema", [
-    "{", '{"type": "recrod"}', "[1]", '{"type": "record", "name": "R", "fields": [{"name": "a"}]}'
+    "{", '{"type": "recrod"}', "[1]", '{"type": "record", "name": "R", "fields": [{"name": "a"}]}', "{}",
+    '{"type": "array"}', '{"type": "enum", "name": "E"}', "null",
 ])
 def test_bad_avro_schemas(schema):
     with pytest.raises(ValueError, match="not an Avro schema"):

@@ -3,11 +3,12 @@
 import pytest
 
 from monitoring.model import Status
-from monitoring.notifier.incidents import Incident
-from monitoring.persistence import FileStore, MemoryStore, decode_state, encode_state
+from monitoring.notifier.incidents import EVERYONE, Announced, Incident
+from monitoring.persistence import FileStore, MemoryStore, decode_state, encode_state, incident_from_dict
 from monitoring.storage import OffsetStorage
 
-INCIDENT = Incident("abc", "prod", "billing", 1_000, Status.ERR, Status.WARN, 900)
+INCIDENT = Incident("abc", "prod", "billing", 1_000, Status.ERR,
+                    {"ops": Announced(Status.WARN, 900), "*": Announced(Status.ERR, 950)})
 
 
 def test_state_round_trip():
@@ -42,3 +43,9 @@ def test_file_store_survives_a_restart(tmp_path):
     reopened = FileStore(tmp_path)
     assert reopened.open_incidents() == [INCIDENT] and reopened.load_state() == b"\x00state"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["incidents.json", "state.bin"]  # no temporary left
+
+
+def test_an_incident_saved_before_per_subscriber_announcements_reads_as_told_to_everyone():
+    old = {"id": "abc", "cluster": "prod", "group": "billing", "start_ms": 1_000, "status": "ERR",
+           "notified_status": "WARN", "notified_ms": 900}
+    assert incident_from_dict(old).notified == {EVERYONE: Announced(Status.WARN, 900)}

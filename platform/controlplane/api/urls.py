@@ -11,7 +11,12 @@ from controlplane.alerts.api.views import (
 )
 from controlplane.audit.api.views import AuditEntryViewSet
 from controlplane.cluster.api.views import BrokerViewSet
-from controlplane.controller.api.views import ElectLeadersView, ProposalView, ReassignmentViewSet
+from controlplane.controller.api.views import (
+    ElectLeadersView,
+    ProposalView,
+    ReassignmentExecutionViewSet,
+    ReassignmentViewSet,
+)
 from controlplane.groups.api.views import GroupViewSet
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
 from controlplane.lag.views import (
@@ -34,6 +39,7 @@ router.register("groups", GroupViewSet, basename="group")
 router.register("metrics/brokers", BrokerMetricPointViewSet)
 router.register("metrics/topics", TopicMetricPointViewSet)
 router.register("audit", AuditEntryViewSet)
+router.register("reassignments/executions", ReassignmentExecutionViewSet)
 router.register("reassignments", ReassignmentViewSet, basename="reassignment")
 router.register("reports/runs", ReportRunViewSet)
 router.register("reports/schedules", ReportScheduleViewSet, basename="report-schedule")

@@ -19,7 +19,13 @@ from controlplane.controller.api.views import (
 )
 from controlplane.groups.api.views import GroupViewSet
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
-from controlplane.lag.views import LagGroupsView, LagGroupView, LagIncidentViewSet, LagStatusView
+from controlplane.lag.views import (
+    LagGroupsView,
+    LagGroupView,
+    LagIncidentViewSet,
+    LagStatusView,
+    LagTopicGroupsView,
+)
 from controlplane.metrics.api.views import BrokerMetricPointViewSet, TopicMetricPointViewSet
 from controlplane.reports.api.views import ReportRunViewSet, ReportScheduleViewSet
 from controlplane.topics.api.views import PartitionViewSet, TopicViewSet
@@ -52,5 +58,6 @@ urlpatterns = [
     path("lag/status/", LagStatusView.as_view(), name="lag-status"),
     path("lag/groups/", LagGroupsView.as_view(), name="lag-groups"),
     path("lag/groups/<str:group>/", LagGroupView.as_view(), name="lag-group"),
+    path("lag/topics/<str:topic>/groups/", LagTopicGroupsView.as_view(), name="lag-topic-groups"),
     path("", include(router.urls)),
 ]

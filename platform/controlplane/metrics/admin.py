@@ -2,7 +2,14 @@
 
 from django.contrib import admin
 
-from .models import BrokerMetricPoint, LagMetricPoint, LogDirMetricPoint, TopicMetricPoint, TopicReplicaSize
+from .models import (
+    BrokerMetricPoint,
+    LagMetricPoint,
+    LogDirMetricPoint,
+    TopicMetricPoint,
+    TopicReplicaSize,
+    TopicTotals,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -41,6 +48,12 @@ class LagMetricPointAdmin(ReadOnlyAdmin):
     list_display = ("start", "resolution", "group", "lag", "lag_seconds", "status")
     list_filter = ("resolution", "status")
     search_fields = ("group",)
+
+
+@admin.register(TopicTotals)
+class TopicTotalsAdmin(ReadOnlyAdmin):
+    list_display = ("topic", "size_bytes", "messages", "updated_at")
+    search_fields = ("topic",)
 
 
 @admin.register(TopicReplicaSize)

@@ -14,6 +14,7 @@ from .models import (
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     ordering = ("-start",)
+
     def has_add_permission(self, request):
         return False
 
@@ -52,6 +53,7 @@ class LagMetricPointAdmin(ReadOnlyAdmin):
 
 @admin.register(TopicTotals)
 class TopicTotalsAdmin(ReadOnlyAdmin):
+    ordering = ("topic",)
     list_display = ("topic", "size_bytes", "messages", "updated_at")
     search_fields = ("topic",)
 

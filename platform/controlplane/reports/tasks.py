@@ -13,7 +13,7 @@ from controlplane.core.errors import KafkaApiError
 from . import reaper, runner, schedule
 from .inputs import job_arguments
 from .models import ReportRun, RunStatus, Trigger
-from .services import fail_run, start_run
+from .services import QueueUnavailable, fail_run, start_run
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,11 @@ def run_report(run_pk: int) -> str:
 @shared_task(name="controlplane.reports.scheduled_report")
 def scheduled_report(report: str) -> str:
     """Queue a run of `report` with its default parameters; returns its run id."""
-    return start_run(report, {}, Trigger.SCHEDULE).run_id
+    try:
+        return start_run(report, {}, Trigger.SCHEDULE).run_id
+    except QueueUnavailable as unavailable:  # recorded failed, with the reason
+        log.error("scheduled %s report %s", report, unavailable)
+        return unavailable.run.run_id
 
 
 @shared_task(name=schedule.REAPER_TASK, ignore_result=True)

@@ -31,6 +31,8 @@ from spark_jobs.transforms.lag import (
 LAG_SAMPLES_TOPIC = "__strom_lag_samples"
 DEFAULT_MAX_GAP_S = 300.0
 STEPS = ["samples", "partitions", "groups", "breaches", "worst_partitions"]
+REPORTED_FIELDS = ("ts", *PARTITION_KEYS, "lag", "lag_seconds", "status", "group_status", "threshold_breached")
+"""The sample fields the report uses (the offsets are not cached, shuffled or sorted)."""
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -82,13 +84,14 @@ def build(run: ReportRun, args: argparse.Namespace, period: Period) -> None:
     from pyspark import StorageLevel
 
     samples = load_samples(run.spark, period, args.samples, args.bootstrap_servers, args.topic)
-    samples = samples.persist(StorageLevel.MEMORY_AND_DISK)
+    samples = samples.select(*REPORTED_FIELDS).persist(StorageLevel.MEMORY_AND_DISK)
     run.step("samples", samples.count)
     held = held_intervals(samples, period, PARTITION_KEYS).persist(StorageLevel.MEMORY_AND_DISK)
-    partitions = partition_report(held, period).persist(StorageLevel.MEMORY_AND_DISK)
+    episodes = breach_episodes(held, period).persist(StorageLevel.MEMORY_AND_DISK)
+    partitions = partition_report(held, period, episodes).persist(StorageLevel.MEMORY_AND_DISK)
     run.write("partitions", partitions)
     run.write("groups", group_report(samples, partitions, period))
-    run.write("breaches", breach_episodes(held, period))
+    run.write("breaches", episodes)
     run.write("worst_partitions", worst_partitions(partitions, args.worst))
 
 

@@ -125,7 +125,7 @@ def partition_report(held: DataFrame, period: Period, episodes: DataFrame | None
 
     hours = (F.col("ts") - period.start_ms) / MS_PER_HOUR
     stats = held.groupBy(KEY_HASH, *PARTITION_KEYS).agg(
-        F.count(within("ts")).alias("samples"),
+        F.sum(F.when(taken, 1)).alias("samples"),  # null (then 0) without any: the schema of a join's column
         F.timestamp_millis(F.min(within("ts"))).alias("first_sample"),
         F.timestamp_millis(F.max(within("ts"))).alias("last_sample"),
         F.sort_array(F.collect_list(within("lag"))).alias("lags"),
@@ -146,7 +146,7 @@ def partition_report(held: DataFrame, period: Period, episodes: DataFrame | None
         F.sum("duration_seconds").alias("breach_seconds"),
         F.max("duration_seconds").alias("longest_breach_seconds"))
     report = (stats.join(breaches, list(PARTITION_KEYS), "left")
-              .fillna(0, subset=["breaches", "breach_seconds", "longest_breach_seconds"]))
+              .fillna(0, subset=["samples", "breaches", "breach_seconds", "longest_breach_seconds"]))
     growing = ((F.col("lag_trend_per_hour") > 0) & (F.col("lag_trend_r2") >= GROWING_MIN_R2))
     return report.select(
         *PARTITION_KEYS, "samples", "first_sample", "last_sample",

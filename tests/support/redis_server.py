@@ -2,7 +2,6 @@
 Celery's producers when their broker goes away); and the control plane's Celery app pointed at it."""
 
 import contextlib
-import socket
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import redis
 
+from tests.support.broker import free_port
 from tests.support.polling import wait_until
 
 
@@ -32,12 +32,6 @@ class RedisServer:
             self.process.wait()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _answers(server: RedisServer) -> bool:
     try:
         return server.client().ping()
@@ -48,7 +42,7 @@ def _answers(server: RedisServer) -> bool:
 @contextlib.contextmanager
 def redis_server(work_dir: Path) -> Iterator[RedisServer]:
     """`redis-server` (no persistence) in the foreground, stopped on exit."""
-    port = _free_port()
+    port = free_port()
     with open(work_dir / "redis.log", "wb") as log:
         process = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--dir",
                                     str(work_dir), "--save", "", "--appendonly", "no"], stdout=log,

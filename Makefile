@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: run test setup lint fuzz bench bench-storage bench-lag bench-metrics bench-dashboard bench-spark bench-metadata \
-	bench-reassignment bench-console clean
+	bench-reassignment bench-console bench-latency clean
 
 # Reinstall only when the pins or the packaging change.
 $(STAMP): requirements.txt pyproject.toml
@@ -54,6 +54,10 @@ bench-lag: $(STAMP)
 
 bench-spark: $(STAMP)
 	$(BIN)/python -m bench.spark
+
+# Produce latency at fixed rates (acks=1/all, make run's cluster and a standalone broker) beside the loopback floor.
+bench-latency: $(STAMP)
+	$(BIN)/python -m bench.latency
 
 bench-metadata: $(STAMP)
 	$(BIN)/python -m bench.metadata

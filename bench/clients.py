@@ -9,6 +9,11 @@ Per phase we print MB/s, msgs/s, broker CPU-seconds per 1M records (utime+stime 
 RSS (VmRSS after the phase) and each peer's ratio to Strom (MB/s: higher is faster; CPU: higher is
 more CPU than Strom).
 
+Each Kafka-protocol peer first produces and consumes BENCH_WARMUP_RECORDS (default 10000) on a warm-up
+topic, unmeasured: a benchmark's figures are per-record costs, not what a process does once (JIT and class
+loading in Kafka's JVM, the request schemas of each version in Strom). BENCH_WARMUP_RECORDS=0 measures a
+cold broker.
+
 Environment: BENCH_RECORDS (default 1000000), BENCH_PEERS (comma list, default
 strom,strom-rf3,tansu,redis,kafka), KAFKA_HOME (enables Apache Kafka).
 """
@@ -27,6 +32,7 @@ from bench.peers.redis_streams import redis_streams
 RECORD_BYTES = 1024
 PARTITION_COUNTS = (1, 8)
 TIMEOUT_S = 300
+WARMUP_RECORDS = int(os.environ.get("BENCH_WARMUP_RECORDS", "10000"))
 
 
 @dataclass(frozen=True)
@@ -65,10 +71,22 @@ def measure(peer: RunningPeer, phase: str, partitions: int, records: int, run: C
 # --- Kafka protocol (confluent-kafka) --------------------------------------------------------------------
 
 def kafka_phases(peer: RunningPeer, partitions: int, records: int) -> list[PhaseResult]:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+    """Produce then consume `records` on a new topic of `partitions`, each phase measured; first, unmeasured,
+    the same on a warm-up topic of `WARMUP_RECORDS` (what a broker does once in its life — e.g. load the
+    schemas of the request versions its clients use — is not a per-record cost)."""
+    if WARMUP_RECORDS:
+        warmup = _kafka_topic(peer, partitions, "warmup")
+        _kafka_produce(peer, warmup, WARMUP_RECORDS)
+        _kafka_consume(peer, warmup, partitions, WARMUP_RECORDS)
+    topic = _kafka_topic(peer, partitions, "bench")
+    return [measure(peer, "produce", partitions, records, lambda: _kafka_produce(peer, topic, records)),
+            measure(peer, "consume", partitions, records, lambda: _kafka_consume(peer, topic, partitions, records))]
+
+
+def _kafka_topic(peer: RunningPeer, partitions: int, prefix: str) -> str:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    topic = f"bench-{partitions}-{int(time.time() * 1000)}"
+    topic = f"{prefix}-{partitions}-{int(time.time() * 1000)}"
     admin = AdminClient({"bootstrap.servers": peer.bootstrap})
     admin.create_topics([NewTopic(topic, partitions, peer.replication_factor,
                                   config=dict(peer.topic_configs))])[topic].result(60)
@@ -77,48 +95,52 @@ def kafka_phases(peer: RunningPeer, partitions: int, records: int) -> list[Phase
         if time.monotonic() > deadline:
             raise RuntimeError(f"{peer.name}: topic {topic} never showed {partitions} partitions")
         time.sleep(0.1)
+    return topic
+
+
+def _kafka_produce(peer: RunningPeer, topic: str, records: int) -> None:
+    from confluent_kafka import Producer
+
     value = os.urandom(RECORD_BYTES)
     errors: list[object] = []
+    producer = Producer({"bootstrap.servers": peer.bootstrap, "linger.ms": 5, "batch.size": 1_048_576,
+                         "acks": peer.acks, "queue.buffering.max.kbytes": 1_048_576,
+                         "delivery.report.only.error": True,
+                         "on_delivery": lambda err, _msg: errors.append(err)})
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    if producer.flush(TIMEOUT_S):
+        raise RuntimeError(f"{peer.name}: producer could not flush")
+    if errors:
+        raise RuntimeError(f"{peer.name}: {len(errors)} delivery errors, first {errors[0]}")
 
-    def produce() -> None:
-        producer = Producer({"bootstrap.servers": peer.bootstrap, "linger.ms": 5, "batch.size": 1_048_576,
-                             "acks": peer.acks, "queue.buffering.max.kbytes": 1_048_576,
-                             "delivery.report.only.error": True,
-                             "on_delivery": lambda err, _msg: errors.append(err)})
-        for i in range(records):
-            while True:
-                try:
-                    producer.produce(topic, value)
-                    break
-                except BufferError:
-                    producer.poll(0.01)
-            if i % 10_000 == 0:
-                producer.poll(0)
-        if producer.flush(TIMEOUT_S):
-            raise RuntimeError(f"{peer.name}: producer could not flush")
-        if errors:
-            raise RuntimeError(f"{peer.name}: {len(errors)} delivery errors, first {errors[0]}")
 
-    def consume() -> None:
-        consumer = Consumer({"bootstrap.servers": peer.bootstrap, "group.id": "bench",
-                             "enable.auto.commit": False, "fetch.wait.max.ms": 100})
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        seen = 0
-        deadline = time.monotonic() + TIMEOUT_S
-        try:
-            while seen < records:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{peer.name}: consumed {seen} of {records}")
-                for message in consumer.consume(10_000, 1.0):
-                    if message.error() is None:
-                        seen += 1
-                    elif message.error().code() != -191:  # _PARTITION_EOF
-                        raise RuntimeError(f"{peer.name}: {message.error()}")
-        finally:
-            consumer.close()
+def _kafka_consume(peer: RunningPeer, topic: str, partitions: int, records: int) -> None:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    return [measure(peer, "produce", partitions, records, produce),
-            measure(peer, "consume", partitions, records, consume)]
+    consumer = Consumer({"bootstrap.servers": peer.bootstrap, "group.id": "bench",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    seen = 0
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while seen < records:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{peer.name}: consumed {seen} of {records}")
+            for message in consumer.consume(10_000, 1.0):
+                if message.error() is None:
+                    seen += 1
+                elif message.error().code() != -191:  # _PARTITION_EOF
+                    raise RuntimeError(f"{peer.name}: {message.error()}")
+    finally:
+        consumer.close()
 
 
 # --- Redis Streams ---------------------------------------------------------------------------------------

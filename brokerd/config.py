@@ -121,6 +121,9 @@ class BrokerConfig:
     cluster_secret: str | None = field(default=None, repr=False)
     """`strom.cluster.secret` or $STROM_CLUSTER_SECRET: the bearer token of the internal API."""
     rack: str | None = None
+    slow_callback_ms: int = 0
+    """`strom.loop.slow.callback.ms`: > 0 logs every event-loop callback that holds the loop this long
+    (`brokerd.slow_callbacks`); 0: off."""
     groups: GroupSettings = field(default_factory=GroupSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     properties: Mapping[str, str] = field(default_factory=dict)
@@ -303,6 +306,7 @@ def build_config(properties: Mapping[str, str], environ: Mapping[str, str] | Non
         controlplane_url=url,
         cluster_secret=secret if url is not None else None,
         rack=properties.get("broker.rack") or None,
+        slow_callback_ms=_int(properties, "strom.loop.slow.callback.ms", 0, 0),
         groups=group_settings(properties, standalone=url is None),
         metrics=metrics_settings(properties, standalone=url is None),
         properties=dict(properties),

@@ -31,9 +31,8 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-from monitoring import burrow_api, strom_api
+from monitoring import burrow_api, prometheus, strom_api
 from monitoring.evaluator import not_found
-from monitoring.prometheus import FAMILIES, LagMetrics
 from monitoring.service import LagMonitor
 
 logger = logging.getLogger(__name__)
@@ -202,24 +201,25 @@ class MonitorApi:
     #
 
     def _scrape(self, families: Sequence[str], accept_gzip: bool) -> Answer:
-        chosen = tuple(sorted({f for value in families for f in value.split(",") if f})) or FAMILIES
-        unknown = set(chosen) - set(FAMILIES)
-        if unknown:
-            raise _BadRequest(f"unknown metric families {sorted(unknown)}; known: {', '.join(FAMILIES)}")
+        """The lag families (rendered once per evaluation round, whatever the number of scrapes), then the
+        monitor's health and process metrics as of now."""
+        try:
+            chosen = prometheus.check_families(f for value in families for f in value.split(",") if f)
+        except ValueError as exc:
+            raise _BadRequest(str(exc)) from None
+        chosen = chosen or prometheus.FAMILIES
         round_at = self.monitor.stats().evaluated_at_seconds
         with self._metrics_lock:
             cached = self._metrics.get(chosen)
             if cached is None or cached[0] != round_at:
-                registry = CollectorRegistry(auto_describe=False)
-                registry.register(LagMetrics(self.monitor.metrics_snapshot, chosen))
-                text = generate_latest(registry)
+                text = prometheus.render(self.monitor.metrics_snapshot(), chosen)
                 cached = self._metrics[chosen] = (round_at, text, gzip.compress(text, 1))
         _, text, compressed = cached
-        process = generate_latest(self._process)
+        live = prometheus.render_health(self.monitor.stats()) + generate_latest(self._process)
         if accept_gzip:
-            return Answer(200, CONTENT_TYPE_PLAIN_0_0_4, compressed + gzip.compress(process, 1),
+            return Answer(200, CONTENT_TYPE_PLAIN_0_0_4, compressed + gzip.compress(live, 1),
                           {"Content-Encoding": "gzip"})
-        return Answer(200, CONTENT_TYPE_PLAIN_0_0_4, text + process)
+        return Answer(200, CONTENT_TYPE_PLAIN_0_0_4, text + live)
 
 
 class _BadRequest(ValueError):

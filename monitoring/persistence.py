@@ -12,13 +12,12 @@ import os
 import tempfile
 import threading
 import zlib
-from collections.abc import Mapping
-from dataclasses import asdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from monitoring.model import Status
-from monitoring.notifier.incidents import Incident, IncidentStore
+from monitoring.notifier.incidents import EVERYONE, Announced, Incident, IncidentStore
 
 STATE_FORMAT = 1
 
@@ -54,17 +53,28 @@ def decode_state(blob: bytes) -> tuple[dict, dict[int, int]]:
 
 
 def incident_to_dict(incident: Incident) -> dict:
-    data = asdict(incident)
-    data["status"] = incident.status.name
-    data["notified_status"] = incident.notified_status.name if incident.notified_status else None
-    return data
+    return {"id": incident.id, "cluster": incident.cluster, "group": incident.group, "start_ms": incident.start_ms,
+            "status": incident.status.name, "notified": notified_to_dict(incident.notified)}
 
 
 def incident_from_dict(data: Mapping) -> Incident:
-    notified = data.get("notified_status")
+    """Also reads the format before per-subscriber announcements (`notified_status`, `notified_ms`: what
+    the monitor's one policy, `EVERYONE`, was told)."""
+    if data.get("notified_status"):
+        notified = {EVERYONE: Announced(Status[data["notified_status"]], data.get("notified_ms", 0))}
+    else:
+        notified = notified_from_dict(data.get("notified") or {})
     return Incident(id=data["id"], cluster=data["cluster"], group=data["group"], start_ms=data["start_ms"],
-                    status=Status[data["status"]], notified_status=Status[notified] if notified else None,
-                    notified_ms=data.get("notified_ms", 0))
+                    status=Status[data["status"]], notified=notified)
+
+
+def notified_to_dict(notified: Mapping[str, Announced]) -> dict[str, list]:
+    """{subscriber: [status name, ms]}: what each subscriber was last told, as JSON."""
+    return {key: [told.status.name, told.at_ms] for key, told in notified.items()}
+
+
+def notified_from_dict(data: Mapping[str, Sequence]) -> dict[str, Announced]:
+    return {key: Announced(Status[status], at_ms) for key, (status, at_ms) in data.items()}
 
 
 class MemoryStore:
@@ -82,12 +92,11 @@ class MemoryStore:
     def open_incidents(self) -> list[Incident]:
         return list(self.incidents.values())
 
-    def save_incident(self, incident: Incident) -> None:
-        self.incidents[incident.id] = incident
-
-    def close_incident(self, incident: Incident, closed_ms: int) -> None:
-        self.incidents.pop(incident.id, None)
-        self.closed.append((incident, closed_ms))
+    def update_incidents(self, saved: Sequence[Incident], closed: Sequence[tuple[Incident, int]]) -> None:
+        self.incidents.update((incident.id, incident) for incident in saved)
+        for incident, closed_ms in closed:
+            self.incidents.pop(incident.id, None)
+            self.closed.append((incident, closed_ms))
 
 
 class FileStore:
@@ -112,14 +121,12 @@ class FileStore:
         with self._lock:
             return list(self._incidents.values())
 
-    def save_incident(self, incident: Incident) -> None:
+    def update_incidents(self, saved: Sequence[Incident], closed: Sequence[tuple[Incident, int]]) -> None:
+        """The file is rewritten once per call (so once per evaluation round)."""
         with self._lock:
-            self._incidents[incident.id] = incident
-            self._write_incidents()
-
-    def close_incident(self, incident: Incident, closed_ms: int) -> None:
-        with self._lock:
-            self._incidents.pop(incident.id, None)
+            self._incidents.update((incident.id, incident) for incident in saved)
+            for incident, _closed_ms in closed:
+                self._incidents.pop(incident.id, None)
             self._write_incidents()
 
     def _write_incidents(self) -> None:

@@ -1,7 +1,12 @@
-"""Lag metrics under the names existing dashboards and alerts query, as a prometheus-client custom
-collector over the latest evaluation (series of retired groups and deleted topics vanish with them).
+"""Lag metrics under the names existing dashboards and alerts query, in Prometheus's text format (0.0.4)
+over the latest evaluation (series of retired groups and deleted topics vanish with them).
 
-Families (`LagMetrics(families=…)`):
+Written here rather than through prometheus-client's collectors: a round of 20,000 group partitions is
+~160,000 series, which `generate_latest` (label validation per sample) renders in seconds; this writer
+escapes each label value once per group, topic and partition and formats a line per series. `tests/
+monitoring/test_prometheus.py` reads the output back with prometheus-client's parser.
+
+Families (`render(snapshot, families)`):
 
 - "burrow" (Burrow's `/metrics`): `burrow_kafka_consumer_status`, `burrow_kafka_consumer_lag_total`
   {cluster, consumer_group}; `burrow_kafka_consumer_partition_lag` (every partition),
@@ -23,11 +28,8 @@ Families (`LagMetrics(families=…)`):
 Plus the monitor's own health under `strom_lag_monitor_*` (base units).
 """
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from monitoring.model import GroupResult, Status
 
@@ -54,154 +56,182 @@ class MetricsSnapshot:
     cluster: str
     results: Sequence[GroupResult]
     heads: Mapping[str, Sequence[int]]  # topic → latest head per partition
-    stats: MonitorStats
 
 
-class LagMetrics(Collector):
-    """Register with a `CollectorRegistry`; `snapshot` is called on every scrape."""
-
-    def __init__(self, snapshot: Callable[[], MetricsSnapshot], families: Iterable[str] = FAMILIES) -> None:
-        self._snapshot = snapshot
-        self.families = tuple(families)
-        unknown = set(self.families) - set(FAMILIES)
-        if unknown:
-            raise ValueError(f"unknown metric families {sorted(unknown)}; known: {', '.join(FAMILIES)}")
-
-    def collect(self) -> Iterator[Metric]:
-        snapshot = self._snapshot()
-        results = [r for r in snapshot.results if r.status is not Status.NOTFOUND]
-        if "burrow" in self.families:
-            yield from _burrow(snapshot.cluster, results, snapshot.heads)
-        if "kafka_exporter" in self.families:
-            yield from _kafka_exporter(results, snapshot.heads)
-        if "kafka_lag_exporter" in self.families:
-            yield from _kafka_lag_exporter(snapshot.cluster, results, snapshot.heads)
-        yield from _health(snapshot.stats)
+def check_families(families: Iterable[str]) -> tuple[str, ...]:
+    """The families, in FAMILIES order; ValueError naming any unknown one."""
+    chosen = set(families)
+    unknown = chosen - set(FAMILIES)
+    if unknown:
+        raise ValueError(f"unknown metric families {sorted(unknown)}; known: {', '.join(FAMILIES)}")
+    return tuple(f for f in FAMILIES if f in chosen)
 
 
-def _burrow(cluster: str, results: Sequence[GroupResult], heads: Mapping[str, Sequence[int]]) -> Iterator[Metric]:
-    group_labels = ["cluster", "consumer_group"]
-    partition_labels = [*group_labels, "topic", "partition"]
-    status = GaugeMetricFamily("burrow_kafka_consumer_status", "Consumer group status (1 OK, 2 WARN, 3 ERR)",
-                               labels=group_labels)
-    total = GaugeMetricFamily("burrow_kafka_consumer_lag_total", "Sum of the partitions' current lag",
-                              labels=group_labels)
-    lag = GaugeMetricFamily("burrow_kafka_consumer_partition_lag", "Current lag of the partition",
-                            labels=partition_labels)
-    offset = GaugeMetricFamily("burrow_kafka_consumer_current_offset", "Latest committed offset (full windows)",
-                               labels=partition_labels)
-    partition_status = GaugeMetricFamily("burrow_kafka_topic_partition_status",
-                                         "Partition status (1 OK, 2 WARN, 4 STOP, 5 STALL, 6 REWIND; full windows)",
-                                         labels=partition_labels)
-    for r in results:
-        status.add_metric([cluster, r.group], int(r.status))
-        total.add_metric([cluster, r.group], r.totallag)
-        for p in r.partitions:
-            labels = [cluster, r.group, p.topic, str(p.partition)]
-            lag.add_metric(labels, p.current_lag)
-            if p.complete == 1.0 and p.end is not None:
-                offset.add_metric(labels, p.end.offset)
-                partition_status.add_metric(labels, int(p.status))
-    head = GaugeMetricFamily("burrow_kafka_topic_partition_offset", "Latest broker offset of the partition",
-                             labels=["cluster", "topic", "partition"])
+def render(snapshot: MetricsSnapshot, families: Iterable[str] = FAMILIES) -> bytes:
+    """The chosen lag families of the snapshot (NOTFOUND groups skipped), as exposition text."""
+    chosen = check_families(families)
+    results = [r for r in snapshot.results if r.status is not Status.NOTFOUND]
+    out: list[_Family] = []
+    if "burrow" in chosen:
+        out += _burrow(snapshot.cluster, results, snapshot.heads)
+    if "kafka_exporter" in chosen:
+        out += _kafka_exporter(results, snapshot.heads)
+    if "kafka_lag_exporter" in chosen:
+        out += _kafka_lag_exporter(snapshot.cluster, results, snapshot.heads)
+    return "".join(family.text() for family in out).encode()
+
+
+def render_health(stats: MonitorStats) -> bytes:
+    """`strom_lag_monitor_*` (base units)."""
+    def gauge(name: str, documentation: str, value: float) -> _Family:
+        family = _Family(name, documentation)
+        family.add("", value)
+        return family
+
+    def counter(name: str, documentation: str, value: int) -> _Family:
+        family = _Family(name, documentation, "counter")
+        family.add("", value)
+        return family
+
+    families = (
+        gauge("strom_lag_monitor_offsets_topic_lag_records",
+              "__consumer_offsets records the collector has not read yet", stats.offsets_topic_lag),
+        counter("strom_lag_monitor_commits_stored_total", "Commits stored since start", stats.commits_stored),
+        counter("strom_lag_monitor_records_undecodable_total", "__consumer_offsets records that did not decode",
+                stats.records_undecodable),
+        gauge("strom_lag_monitor_evaluation_duration_seconds", "Duration of the latest evaluation round",
+              stats.evaluation_seconds),
+        gauge("strom_lag_monitor_record_times_duration_seconds",
+              "Time the latest round spent reading record times from the log", stats.record_times_seconds),
+        gauge("strom_lag_monitor_last_evaluation_timestamp_seconds", "Unix time of the latest evaluation",
+              stats.evaluated_at_seconds),
+        gauge("strom_lag_monitor_groups", "Groups evaluated in the latest round", stats.groups),
+        gauge("strom_lag_monitor_partitions", "Group partitions evaluated in the latest round", stats.partitions),
+        gauge("strom_lag_monitor_lag_seconds_unknown_partitions",
+              "Partitions with a commit whose lag in seconds was not known in the latest round",
+              stats.lag_seconds_unknown),
+    )
+    return "".join(family.text() for family in families).encode()
+
+
+class _Family:
+    """One metric family: its HELP and TYPE lines and a line per series. `labels` given to `add` is the
+    rendered label set without braces (`_label_set`), "" for none."""
+
+    __slots__ = ("name", "documentation", "kind", "lines")
+
+    def __init__(self, name: str, documentation: str, kind: str = "gauge") -> None:
+        self.name, self.documentation, self.kind = name, documentation, kind
+        self.lines: list[str] = []
+
+    def add(self, labels: str, value: float) -> None:
+        self.lines.append(f"{self.name}{{{labels}}} {value}\n" if labels else f"{self.name} {value}\n")
+
+    def text(self) -> str:
+        return f"# HELP {self.name} {self.documentation}\n# TYPE {self.name} {self.kind}\n" + "".join(self.lines)
+
+
+def _escape(value: str) -> str:
+    """A label value as the text format quotes it."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _label_set(**labels: str) -> str:
+    """name="value",… in the given order (values escaped)."""
+    return ",".join(f'{name}="{_escape(value)}"' for name, value in labels.items())
+
+
+def _topic_heads(family: _Family, heads: Mapping[str, Sequence[int]], prefix: str) -> None:
+    """One series per partition head: `prefix` (a rendered label set ending in a comma, or "") + topic, partition."""
     for topic, offsets in heads.items():
+        topic_labels = f'{prefix}topic="{_escape(topic)}",partition="'
         for partition, value in enumerate(offsets):
-            head.add_metric([cluster, topic, str(partition)], value)
-    yield from (status, total, lag, offset, partition_status, head)
+            family.add(f'{topic_labels}{partition}"', value)
 
 
-def _kafka_exporter(results: Sequence[GroupResult], heads: Mapping[str, Sequence[int]]) -> Iterator[Metric]:
-    labels = ["consumergroup", "topic", "partition"]
-    offset = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset (-1 without a commit)",
-                               labels=labels)
-    lag = GaugeMetricFamily("kafka_consumergroup_lag", "Log-end offset minus committed offset", labels=labels)
-    offset_sum = GaugeMetricFamily("kafka_consumergroup_current_offset_sum", "Sum of the committed offsets",
-                                   labels=["consumergroup", "topic"])
-    lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum", "Sum of the partitions' lag",
-                                labels=["consumergroup", "topic"])
+def _burrow(cluster: str, results: Sequence[GroupResult], heads: Mapping[str, Sequence[int]]) -> list[_Family]:
+    status = _Family("burrow_kafka_consumer_status", "Consumer group status (1 OK, 2 WARN, 3 ERR)")
+    total = _Family("burrow_kafka_consumer_lag_total", "Sum of the partitions' current lag")
+    lag = _Family("burrow_kafka_consumer_partition_lag", "Current lag of the partition")
+    offset = _Family("burrow_kafka_consumer_current_offset", "Latest committed offset (full windows)")
+    partition_status = _Family("burrow_kafka_topic_partition_status",
+                               "Partition status (1 OK, 2 WARN, 4 STOP, 5 STALL, 6 REWIND; full windows)")
+    topics: dict[str, str] = {}
+    for r in results:
+        group_labels = _label_set(cluster=cluster, consumer_group=r.group)
+        status.add(group_labels, int(r.status))
+        total.add(group_labels, r.totallag)
+        for p in r.partitions:
+            topic = topics.get(p.topic) or topics.setdefault(p.topic, _escape(p.topic))
+            labels = f'{group_labels},topic="{topic}",partition="{p.partition}"'
+            lag.add(labels, p.current_lag)
+            if p.complete == 1.0 and p.end is not None:
+                offset.add(labels, p.end.offset)
+                partition_status.add(labels, int(p.status))
+    head = _Family("burrow_kafka_topic_partition_offset", "Latest broker offset of the partition")
+    _topic_heads(head, heads, _label_set(cluster=cluster) + ",")
+    return [status, total, lag, offset, partition_status, head]
+
+
+def _kafka_exporter(results: Sequence[GroupResult], heads: Mapping[str, Sequence[int]]) -> list[_Family]:
+    offset = _Family("kafka_consumergroup_current_offset", "Committed offset (-1 without a commit)")
+    lag = _Family("kafka_consumergroup_lag", "Log-end offset minus committed offset")
+    offset_sum = _Family("kafka_consumergroup_current_offset_sum", "Sum of the committed offsets")
+    lag_sum = _Family("kafka_consumergroup_lag_sum", "Sum of the partitions' lag")
     for r in results:
         by_topic: dict[str, list] = {}
         for p in r.partitions:
             by_topic.setdefault(p.topic, []).append(p)
+        group = _escape(r.group)
         for topic, partitions in by_topic.items():
             if all(p.committed_offset is None for p in partitions):
                 continue
+            topic_labels = f'consumergroup="{group}",topic="{_escape(topic)}"'
             for p in partitions:
-                offset.add_metric([r.group, topic, str(p.partition)], -1 if p.committed_offset is None
-                                  else p.committed_offset)
+                labels = f'{topic_labels},partition="{p.partition}"'
+                offset.add(labels, -1 if p.committed_offset is None else p.committed_offset)
                 if p.lag is not None:
-                    lag.add_metric([r.group, topic, str(p.partition)], p.lag)
-            offset_sum.add_metric([r.group, topic], sum(p.committed_offset or 0 for p in partitions))
-            lag_sum.add_metric([r.group, topic], sum(p.lag or 0 for p in partitions))
-    current = GaugeMetricFamily("kafka_topic_partition_current_offset", "Log-end offset of the partition",
-                                labels=["topic", "partition"])
-    counts = GaugeMetricFamily("kafka_topic_partitions", "Partitions of the topic", labels=["topic"])
+                    lag.add(labels, p.lag)
+            offset_sum.add(topic_labels, sum(p.committed_offset or 0 for p in partitions))
+            lag_sum.add(topic_labels, sum(p.lag or 0 for p in partitions))
+    current = _Family("kafka_topic_partition_current_offset", "Log-end offset of the partition")
+    _topic_heads(current, heads, "")
+    counts = _Family("kafka_topic_partitions", "Partitions of the topic")
     for topic, offsets in heads.items():
-        counts.add_metric([topic], len(offsets))
-        for partition, value in enumerate(offsets):
-            current.add_metric([topic, str(partition)], value)
-    yield from (offset, lag, offset_sum, lag_sum, current, counts)
+        counts.add(_label_set(topic=topic), len(offsets))
+    return [offset, lag, offset_sum, lag_sum, current, counts]
 
 
 def _kafka_lag_exporter(cluster: str, results: Sequence[GroupResult],
-                        heads: Mapping[str, Sequence[int]]) -> Iterator[Metric]:
-    labels = ["cluster_name", "group", "topic", "partition", "member_host", "consumer_id", "client_id"]
-    offset = GaugeMetricFamily("kafka_consumergroup_group_offset", "Last committed offset", labels=labels)
-    lag = GaugeMetricFamily("kafka_consumergroup_group_lag", "Log-end offset minus committed offset", labels=labels)
-    seconds = GaugeMetricFamily("kafka_consumergroup_group_lag_seconds",
-                                "Age of the oldest unconsumed record (0 when caught up)", labels=labels)
-    max_lag = GaugeMetricFamily("kafka_consumergroup_group_max_lag", "Highest partition lag of the group",
-                                labels=["cluster_name", "group"])
-    max_seconds = GaugeMetricFamily("kafka_consumergroup_group_max_lag_seconds",
-                                    "Highest partition lag in seconds of the group", labels=["cluster_name", "group"])
-    sum_lag = GaugeMetricFamily("kafka_consumergroup_group_sum_lag", "Sum of the group's partition lags",
-                                labels=["cluster_name", "group"])
-    topic_sum = GaugeMetricFamily("kafka_consumergroup_group_topic_sum_lag", "Sum of the group's lag per topic",
-                                  labels=["cluster_name", "group", "topic"])
+                        heads: Mapping[str, Sequence[int]]) -> list[_Family]:
+    offset = _Family("kafka_consumergroup_group_offset", "Last committed offset")
+    lag = _Family("kafka_consumergroup_group_lag", "Log-end offset minus committed offset")
+    seconds = _Family("kafka_consumergroup_group_lag_seconds", "Age of the oldest unconsumed record (0 when caught up)")
+    max_lag = _Family("kafka_consumergroup_group_max_lag", "Highest partition lag of the group")
+    max_seconds = _Family("kafka_consumergroup_group_max_lag_seconds", "Highest partition lag in seconds of the group")
+    sum_lag = _Family("kafka_consumergroup_group_sum_lag", "Sum of the group's partition lags")
+    topic_sum = _Family("kafka_consumergroup_group_topic_sum_lag", "Sum of the group's lag per topic")
+    cluster_label = _escape(cluster)
     for r in results:
-        per_topic: dict[str, int] = {}
         with_commit = [p for p in r.partitions if p.committed_offset is not None]
-        for p in with_commit:
-            values = [cluster, r.group, p.topic, str(p.partition), p.owner, "", p.client_id]
-            offset.add_metric(values, p.committed_offset)
-            lag.add_metric(values, p.current_lag)
-            if p.lag_seconds is not None:
-                seconds.add_metric(values, p.lag_seconds)
-            per_topic[p.topic] = per_topic.get(p.topic, 0) + p.current_lag
         if not with_commit:
             continue
-        max_lag.add_metric([cluster, r.group], max(p.current_lag for p in with_commit))
+        group_labels = f'cluster_name="{cluster_label}",group="{_escape(r.group)}"'
+        per_topic: dict[str, int] = {}
+        for p in with_commit:
+            values = (f'{group_labels},topic="{_escape(p.topic)}",partition="{p.partition}",'
+                      f'member_host="{_escape(p.owner)}",consumer_id="",client_id="{_escape(p.client_id)}"')
+            offset.add(values, p.committed_offset)
+            lag.add(values, p.current_lag)
+            if p.lag_seconds is not None:
+                seconds.add(values, p.lag_seconds)
+            per_topic[p.topic] = per_topic.get(p.topic, 0) + p.current_lag
+        max_lag.add(group_labels, max(p.current_lag for p in with_commit))
         if r.lag_seconds is not None:
-            max_seconds.add_metric([cluster, r.group], r.lag_seconds)
-        sum_lag.add_metric([cluster, r.group], sum(per_topic.values()))
+            max_seconds.add(group_labels, r.lag_seconds)
+        sum_lag.add(group_labels, sum(per_topic.values()))
         for topic, value in per_topic.items():
-            topic_sum.add_metric([cluster, r.group, topic], value)
-    latest = GaugeMetricFamily("kafka_partition_latest_offset", "Log-end offset of the partition",
-                               labels=["cluster_name", "topic", "partition"])
-    for topic, offsets in heads.items():
-        for partition, value in enumerate(offsets):
-            latest.add_metric([cluster, topic, str(partition)], value)
-    yield from (offset, lag, seconds, max_lag, max_seconds, sum_lag, topic_sum, latest)
-
-
-def _health(stats: MonitorStats) -> Iterator[Metric]:
-    def gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
-        return GaugeMetricFamily(name, documentation, value=value)
-
-    yield gauge("strom_lag_monitor_offsets_topic_lag_records",
-                "__consumer_offsets records the collector has not read yet", stats.offsets_topic_lag)
-    yield CounterMetricFamily("strom_lag_monitor_commits_stored", "Commits stored since start",
-                              value=stats.commits_stored)
-    yield CounterMetricFamily("strom_lag_monitor_records_undecodable",
-                              "__consumer_offsets records that did not decode", value=stats.records_undecodable)
-    yield gauge("strom_lag_monitor_evaluation_duration_seconds", "Duration of the latest evaluation round",
-                stats.evaluation_seconds)
-    yield gauge("strom_lag_monitor_record_times_duration_seconds",
-                "Time the latest round spent reading record times from the log", stats.record_times_seconds)
-    yield gauge("strom_lag_monitor_last_evaluation_timestamp_seconds", "Unix time of the latest evaluation",
-                stats.evaluated_at_seconds)
-    yield gauge("strom_lag_monitor_groups", "Groups evaluated in the latest round", stats.groups)
-    yield gauge("strom_lag_monitor_partitions", "Group partitions evaluated in the latest round", stats.partitions)
-    yield gauge("strom_lag_monitor_lag_seconds_unknown_partitions",
-                "Partitions with a commit whose lag in seconds was not known in the latest round",
-                stats.lag_seconds_unknown)
+            topic_sum.add(f'{group_labels},topic="{_escape(topic)}"', value)
+    latest = _Family("kafka_partition_latest_offset", "Log-end offset of the partition")
+    _topic_heads(latest, heads, f'cluster_name="{cluster_label}",')
+    return [offset, lag, seconds, max_lag, max_seconds, sum_lag, topic_sum, latest]

@@ -32,7 +32,7 @@ from monitoring.config import OFFSETS_TOPIC, MonitorConfig, Threshold
 from monitoring.evaluator import evaluate_partition, group_result, not_found
 from monitoring.history import LagSampleWriter
 from monitoring.model import GroupResult, PartitionInput
-from monitoring.notifier.incidents import Incident, Notification, NotifyPolicy, Silence, decide
+from monitoring.notifier.incidents import EVERYONE, Incident, Notification, NotifyPolicy, Silence, decide
 from monitoring.notifier.sinks import LoggingSink, NotificationSink
 from monitoring.persistence import MemoryStore, MonitorStore, decode_state, encode_state
 from monitoring.prometheus import MetricsSnapshot, MonitorStats
@@ -48,15 +48,17 @@ def wall_clock_ms() -> int:
 
 class LagMonitor:
     def __init__(self, config: MonitorConfig, store: MonitorStore | None = None, sink: NotificationSink | None = None,
-                 policy: NotifyPolicy | None = None, silences: Callable[[], Sequence[Silence]] = tuple,
+                 policies: Callable[[], Mapping[str, NotifyPolicy]] = lambda: {EVERYONE: NotifyPolicy()},
+                 silences: Callable[[], Sequence[Silence]] = tuple,
                  thresholds: Callable[[], Sequence[Threshold]] | None = None,
                  clock_ms: Callable[[], int] = wall_clock_ms) -> None:
-        """`silences` and `thresholds` are asked once per evaluation round (so rules an operator edits apply
-        from the next round); `thresholds` defaults to the configuration's."""
+        """`policies` (each subscriber's notification rules, by subscriber key), `silences` and `thresholds`
+        are asked once per evaluation round (so rules an operator edits apply from the next round);
+        `thresholds` defaults to the configuration's."""
         self.config = config
         self.store = store if store is not None else MemoryStore()
         self.sink = sink if sink is not None else LoggingSink()
-        self.policy = policy or NotifyPolicy()
+        self.policies = policies
         self.silences = silences
         self.thresholds = thresholds if thresholds is not None else (lambda: config.thresholds)
         self.clock_ms = clock_ms
@@ -272,20 +274,24 @@ class LagMonitor:
         return self._record_times.known(wanted)
 
     def _notify(self, results: Mapping[str, GroupResult], now_ms: int) -> None:
-        silences = self.silences()
+        silences, policies = self.silences(), self.policies()
         announcements: list[Notification] = []
+        saved: list[Incident] = []
+        closed: list[tuple[Incident, int]] = []
         for group in set(results) | set(self._incidents):
             result = results.get(group) or not_found(self.config.cluster, group, now_ms)
             previous = self._incidents.get(group)
-            decision = decide(result, previous, now_ms, self.policy, silences)
+            decision = decide(result, previous, now_ms, policies, silences)
             if decision.incident is None:
                 if previous is not None:
                     del self._incidents[group]
-                    self.store.close_incident(previous, now_ms)
+                    closed.append((previous, now_ms))
             elif decision.incident != previous:
                 self._incidents[group] = decision.incident
-                self.store.save_incident(decision.incident)
+                saved.append(decision.incident)
             announcements.extend(decision.notifications)
+        if saved or closed:
+            self.store.update_incidents(saved, closed)
         if announcements:
             self.sink.deliver(announcements)
 
@@ -338,12 +344,16 @@ class LagMonitor:
                 self.storage.delete_group_topic(group, topic)
 
     def stats(self) -> MonitorStats:
-        return self._stats
+        """The latest round's figures, with the collector's two live ones (commits stored, backlog on
+        `__consumer_offsets` against the latest heads) as of now rather than as of that round."""
+        reader = self._offsets_reader
+        return dataclasses.replace(self._stats, commits_stored=self._commits_stored,
+                                   offsets_topic_lag=reader.lag(self._offsets_topic_heads) if reader else 0)
 
     def metrics_snapshot(self) -> MetricsSnapshot:
         with self._lock:
             heads = {topic: self.storage.topic_heads(topic) or [] for topic in self.storage.topics()}
-        return MetricsSnapshot(self.config.cluster, list(self._results.values()), heads, self._stats)
+        return MetricsSnapshot(self.config.cluster, list(self._results.values()), heads)
 
 
 def _with_lag_seconds(partition: PartitionInput, times: Mapping[Position, int | None], now_ms: int) -> PartitionInput:

@@ -174,7 +174,8 @@ class ReplicaManager:
     # --- appends ---------------------------------------------------------------------------------------
 
     async def append_records(self, entries: Sequence[tuple[str, int, bytes | bytearray]], required_acks: int,
-                             timeout_ms: int, leader_epoch: LeaderEpoch | None = None) -> list[AppendOutcome]:
+                             timeout_ms: int, leader_epoch: LeaderEpoch | None = None,
+                             on_appended: Callable[[], None] | None = None) -> list[AppendOutcome]:
         """Append one producer batch per (topic, partition, batch) entry as leader, with Kafka's acks
         semantics; one outcome per entry, in order. Never raises for an entry: its error is its outcome.
 
@@ -187,7 +188,9 @@ class ReplicaManager:
         acks 0 and 1 return after the local append. acks=all (-1) then waits, all entries within one
         `timeout_ms`, until the high watermark passes each batch: NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR
         shrank below the minimum meanwhile, REQUEST_TIMED_OUT at the deadline, NOT_LEADER_OR_FOLLOWER if
-        leadership moved (the batch may be lost then).
+        leadership moved (the batch may be lost then). `on_appended()` is called once every entry is appended
+        (or refused) and only that wait is left, before it starts (the produce handler lets its connection
+        start the next request then).
         """
         outcomes: list[AppendOutcome] = []
         awaiting: list[_AwaitingReplication] = []
@@ -207,6 +210,8 @@ class ReplicaManager:
                 log.exception("append to %s-%d failed", topic, index)
                 outcomes.append(BrokerError(f"append failed: {exc!r}"))
         if awaiting:
+            if on_appended is not None:
+                on_appended()
             await self._wait_for_replication(outcomes, awaiting, timeout_ms)
         return outcomes
 

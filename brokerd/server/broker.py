@@ -7,12 +7,15 @@ its image) and apply its topic configs to the logs; start log maintenance; start
 the `__consumer_offsets` partitions led here); start serving. Stop, in reverse: tell the control plane
 we are shutting down, unload the group coordinators (parked JoinGroup/SyncGroup answer NOT_COORDINATOR
 instead of holding the drain), stop serving (in-flight requests drain), stop replication, stop the
-metadata store's loops, close the logs. Metrics (`brokerd.metrics`) start once the broker serves: the
-Prometheus endpoint when `strom.metrics.port` is set, the `__strom_metrics` publisher unless
-`strom.metrics.topic.enable=false`; they stop first.
+metadata store's loops, close the logs. Once started, every object alive (modules, kio schemas, the
+image, the logs' state) is frozen out of garbage collection (`gc.freeze`): a full collection would
+otherwise walk them all, holding the event loop for tens of milliseconds. Metrics (`brokerd.metrics`)
+start once the broker serves: the Prometheus endpoint when `strom.metrics.port` is set, the
+`__strom_metrics` publisher unless `strom.metrics.topic.enable=false`; they stop first.
 """
 
 import asyncio
+import gc
 import logging
 import socket
 
@@ -91,6 +94,7 @@ class Broker:
         services = BrokerServices(self.config, metadata, self.replicas, self.endpoint, self.groups, self.requests)
         await self._listener.serve(Dispatcher(services, HANDLERS))
         await self._start_metrics()
+        gc.freeze()
         log.info("broker %d serving at %s:%d (cluster %s)", self.config.node_id, self.endpoint.host,
                  self.endpoint.port, metadata.image.cluster_id)
 

@@ -1,16 +1,32 @@
-"""One client connection: framing, sequential in-order request processing, response writing.
+"""One client connection: framing, in-order request processing, response writing, the connection's limits.
 
-Requests on a connection are processed one at a time in arrival order (Kafka mutes a channel the same
-way), so responses leave in request order; the client may pipeline as many requests as it likes.
-Received frames queue up to `MAX_QUEUED_FRAMES` or `max_frame_bytes` bytes, then reading pauses
-(backpressure), and the next response is not built before the previous one has left the transport's
-buffer (below its high-water mark): a client that never reads its responses holds at most one response
-and one request queue, then the kernel's socket buffers, and its connection counts as idle. A connection
-is active only while it completes requests or drains responses (`last_active`), so one trickling a byte a
-second (slowloris) is idle too; the listener reaps both after `connections.max.idle.ms`. Response chunks
-are written with `transport.write`, storage file regions with `loop.sendfile` (os.sendfile on plain
-TCP: zero copy). A bad size prefix, an undecodable request or an unexpected failure closes only this
-connection.
+Requests on a connection start in arrival order, one after the other, and responses leave in request
+order; the client may pipeline as many requests as it likes. A request starts once the one before it
+completed or *released* the connection: a handler calls `RequestContext.release` when all that is left of
+its request is a wait later requests cannot change — an acks=all produce whose batches are appended and
+wait for replication. So a producer's next request is appended while the previous one waits (Kafka mutes
+the channel until the response is sent, which adds a whole replication round trip per queued request); at
+most `MAX_PIPELINED_REQUESTS` are in progress at once.
+
+Received frames queue up to `MAX_QUEUED_FRAMES` or `max_frame_bytes` bytes (counted until a request starts),
+then reading pauses (backpressure). No request starts while an answer waits to leave the transport's buffer
+(below its high-water mark): a client that never reads its responses holds one response being written, the
+answers of the requests already in progress (all but the last of them released ones, i.e. small produce
+answers) and one request queue, then the kernel's socket buffers, and its connection counts as idle. A
+connection is active only while it completes requests or drains responses (`last_active`), so one trickling
+a byte a second (slowloris) is idle too; the listener reaps both after `connections.max.idle.ms`.
+
+Response chunks are written with `transport.write`, storage file regions with `loop.sendfile` (os.sendfile
+on plain TCP: zero copy). A bad size prefix, an undecodable request or an unexpected failure (logged) closes
+only this connection and drops the requests queued behind it (`_refuse`), as does a broker that stops once
+its drain is over (`close`).
+
+When the client goes away (closes, resets, or a write to it fails), every request it sent completely is
+still processed, in order and by the same rules, unanswered — as Kafka processes the completed receives of a
+closing channel. An acks=0 producer relies on this: it closes right after writing its last produce request,
+expecting no answer, while earlier requests may still be in progress here. Only the released requests still
+in progress are cancelled then (all that is left of them is a wait, and no one to answer); an unreleased one
+finishes its work, as cancelling it could leave work half done (an offset commit appended but not applied).
 Event loop only.
 """
 
@@ -19,6 +35,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
+from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.errors import InvalidFrameError, MalformedRequestError
 from brokerd.protocol.framing import FrameDecoder
 from brokerd.server.dispatcher import Dispatcher
@@ -27,6 +44,19 @@ from brokerd.server.response import Chunk
 log = logging.getLogger(__name__)
 
 MAX_QUEUED_FRAMES = 64
+MAX_PIPELINED_REQUESTS = 16
+_API_NAMES = {key.value: key.name for key in ApiKey}
+"""Request tasks are named by API (what `brokerd.slow_callbacks` and task dumps show)."""
+
+
+class _Request:
+    """A request in progress: its dispatch task, and whether it lets the next request start (released or done)."""
+
+    __slots__ = ("task", "released")
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[list[Chunk] | None] | None = None
+        self.released = False
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -40,7 +70,9 @@ class KafkaConnection(asyncio.Protocol):
         self._on_close = on_close
         self._frames: deque[bytes] = deque()
         self._queued_bytes = 0
-        self._frame_ready = asyncio.Event()
+        """Bytes of the frames in `_frames`."""
+        self._progress = asyncio.Event()
+        """Set when a frame arrives, a request completes or releases the connection, or the connection ends."""
         self._writable = asyncio.Event()
         self._writable.set()
         self._transport: asyncio.Transport | None = None
@@ -49,7 +81,7 @@ class KafkaConnection(asyncio.Protocol):
         self._reading_paused = False
         self._stopping = False
         self.busy = False
-        """True while a request is being processed or answered."""
+        """True while requests are being processed or answered."""
         self._awaiting_client = False
         """True while an answer waits for the client to read what was written before."""
         self.last_active = 0.0
@@ -72,25 +104,23 @@ class KafkaConnection(asyncio.Protocol):
         try:
             frames = self._decoder.feed(data)
         except InvalidFrameError as exc:
-            self._abort(str(exc))
+            self._refuse(str(exc))
             return
         if not frames:
             return
         self.last_active = asyncio.get_running_loop().time()
         self._frames.extend(frames)
         self._queued_bytes += sum(map(len, frames))
-        self._frame_ready.set()
+        self._progress.set()
         if (len(self._frames) >= MAX_QUEUED_FRAMES or self._queued_bytes >= self._max_queued_bytes) \
                 and not self._reading_paused:
             self._reading_paused = True
             self._transport.pause_reading()  # type: ignore[union-attr]
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._transport = None
-        self._frame_ready.set()
+        self._transport = None  # `_process` goes on with the requests already received, unanswered
+        self._progress.set()
         self._writable.set()
-        if self._task is not None and not self.busy:
-            self._task.cancel()
         self._on_close(self, self._client_host)
 
     def pause_writing(self) -> None:
@@ -107,6 +137,8 @@ class KafkaConnection(asyncio.Protocol):
         return (not self.busy and not self._frames) or self._awaiting_client
 
     def close(self) -> None:
+        """Close gracefully (the broker stops): the requests not yet started are dropped."""
+        self._drop_queued()
         if self._transport is not None:
             self._transport.close()
 
@@ -126,51 +158,92 @@ class KafkaConnection(asyncio.Protocol):
         if self._transport is not None and not self._reading_paused:
             self._reading_paused = True
             self._transport.pause_reading()
-        self._frame_ready.set()
+        self._progress.set()
         if self._task is not None:
             await asyncio.shield(self._task)
 
     def _abort(self, reason: str) -> None:
+        """End the connection now; the requests already received are still processed, unanswered."""
         log.info("closing connection from %s: %s", self._client_host, reason)
-        if self._transport is not None:
-            self._transport.abort()
+        transport, self._transport = self._transport, None
+        if transport is not None:
+            transport.abort()
+        self._progress.set()
+        self._writable.set()
+
+    def _refuse(self, reason: str) -> None:
+        """End the connection over a bad request or a bug: the requests queued behind it are dropped."""
+        self._drop_queued()
+        self._abort(reason)
+
+    def _drop_queued(self) -> None:
+        self._frames.clear()
+        self._queued_bytes = 0
 
     # processing
     async def _process(self) -> None:
+        """Start requests in order (each once the previous completed or released), answer them in order while
+        the client is there; end once the client is gone (or the broker stops) and every request received is
+        processed. A request's failure (raised by its task) refuses the connection; a failed write aborts it."""
+        in_progress: deque[_Request] = deque()
+        loop = asyncio.get_running_loop()
         try:
-            while self._transport is not None:
-                if not self._frames:
-                    if self._stopping:
-                        break
-                    self._frame_ready.clear()
-                    await self._frame_ready.wait()
+            while True:
+                while in_progress and (in_progress[0].task.done()  # type: ignore[union-attr]
+                                       or (self._transport is None and in_progress[0].released)):
+                    request = in_progress.popleft()
+                    if not request.task.done():  # type: ignore[union-attr]
+                        _cancel_unanswered(request)  # the client is gone and only a wait is left
+                        continue
+                    chunks = request.task.result()  # type: ignore[union-attr]
+                    if chunks is not None and self._transport is not None:
+                        try:
+                            await self._write(chunks)
+                        except (ConnectionError, OSError) as exc:
+                            self._abort(f"write failed: {exc}")
+                    self.last_active = loop.time()
+                self.busy = bool(in_progress)
+                if not in_progress and not self._frames and (self._transport is None or self._stopping):
+                    break
+                if self._frames and len(in_progress) < MAX_PIPELINED_REQUESTS and (
+                        not in_progress or in_progress[-1].released):
+                    in_progress.append(self._start(self._frames.popleft()))
+                    self.busy = True
                     continue
-                frame = self._frames.popleft()
-                self._queued_bytes -= len(frame)
-                if self._reading_paused and not self._stopping and len(self._frames) < MAX_QUEUED_FRAMES // 2 \
-                        and self._queued_bytes < self._max_queued_bytes // 2:
-                    self._reading_paused = False
-                    self._transport.resume_reading()
-                self.busy = True
-                try:
-                    chunks = await self._dispatcher.dispatch(frame, self._client_host)
-                    if chunks is not None:
-                        await self._write(chunks)
-                except MalformedRequestError as exc:
-                    self._abort(str(exc))
-                    break
-                except Exception:  # a bug, never a hung connection: the client reconnects (Kafka closes too)
-                    log.exception("request from %s failed; closing the connection", self._client_host)
-                    self._abort("unexpected error")
-                    break
-                finally:
-                    self.busy = False
-                    self.last_active = asyncio.get_running_loop().time()
-        except (ConnectionError, OSError) as exc:
-            self._abort(f"write failed: {exc}")
+                self._progress.clear()
+                await self._progress.wait()
+        except MalformedRequestError as exc:
+            self._refuse(str(exc))
+        except Exception:  # a bug, never a hung connection: the client reconnects (Kafka closes too)
+            log.exception("request from %s failed; closing the connection", self._client_host)
+            self._refuse("unexpected error")
         finally:
+            self.busy = False
+            for request in in_progress:  # the connection is refused: their outcomes have nowhere to go
+                if request.released:
+                    _cancel_unanswered(request)
+                else:
+                    request.task.add_done_callback(_discard_outcome)  # type: ignore[union-attr]
             if self._stopping:
                 self.close()
+
+    def _start(self, frame: bytes) -> _Request:
+        self._queued_bytes -= len(frame)
+        if self._reading_paused and not self._stopping and self._transport is not None \
+                and len(self._frames) < MAX_QUEUED_FRAMES // 2 and self._queued_bytes < self._max_queued_bytes // 2:
+            self._reading_paused = False
+            self._transport.resume_reading()
+        request = _Request()
+
+        def release() -> None:
+            request.released = True
+            self._progress.set()
+
+        request.task = asyncio.get_running_loop().create_task(
+            self._dispatcher.dispatch(frame, self._client_host, release),
+            name=f"{_API_NAMES.get(int.from_bytes(frame[:2]), 'request')} from {self._client_host}")
+        request.task.add_done_callback(lambda _: release())  # a completed request releases too
+        return request
 
     async def _write(self, chunks: list[Chunk]) -> None:
         self._awaiting_client = True
@@ -200,3 +273,14 @@ class KafkaConnection(asyncio.Protocol):
             transport.writelines(pending)
         if not self._writable.is_set():
             await self._writable.wait()
+
+
+def _cancel_unanswered(request: _Request) -> None:
+    """Cancel a released request whose answer has nowhere to go: all that is left of it is a wait."""
+    request.task.cancel()  # type: ignore[union-attr]
+    request.task.add_done_callback(_discard_outcome)  # type: ignore[union-attr]
+
+
+def _discard_outcome(task: asyncio.Task) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log it as never retrieved

@@ -1,5 +1,6 @@
 """What a handler gets: the broker's services and the request it is answering."""
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from brokerd.config import BrokerConfig
@@ -33,6 +34,10 @@ class RequestContext:
     client_host: str
     response: MessageSchema
     """The entity classes of the response at the request's version (`header.api_version`)."""
+    release: Callable[[], None] = lambda: None
+    """Call once what is left of this request is a wait that later requests on the connection cannot change
+    (an acks=all produce's batches are appended): the connection starts the next request meanwhile and
+    still answers in request order (`server.connection`). Calling it is optional; completing releases."""
 
     @property
     def version(self) -> int:

@@ -8,8 +8,13 @@ knows it and the API has a top-level error code; otherwise, like Kafka, the conn
 (`MalformedRequestError`). Unexpected handler failures are logged and answered the same way with
 UNKNOWN_SERVER_ERROR. The first request of each (client id, API, version) is logged at INFO, so the
 versions each client sends show in the broker's log (for at most `MAX_LOGGED_VERSIONS` combinations).
+
+The kio schema of an (API, version) is loaded on its first request, in a worker thread: importing it
+costs tens of milliseconds (hundreds on a loaded machine), which would stall every connection of the
+loop; meanwhile only that request waits.
 """
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -20,8 +25,8 @@ from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.api_versions import SUPPORTED_APIS, advertised_api_versions
 from brokerd.protocol.error_response import build_error_response, has_top_level_error
 from brokerd.protocol.errors import MalformedRequestError
-from brokerd.protocol.messages import frame_response, message_codec, parse_request_header, peek_api
-from brokerd.protocol.responses import response_schema
+from brokerd.protocol.messages import MessageCodec, frame_response, message_codec, parse_request_header, peek_api
+from brokerd.protocol.responses import MessageSchema, response_schema
 from brokerd.server.context import BrokerServices, RequestContext
 from brokerd.server.response import NO_RESPONSE, Chunk, RawResponse
 
@@ -40,24 +45,28 @@ class Dispatcher:
         self._handlers = handlers
         self._seen: set[tuple[str | None, int, int]] = set()
         """(client id, api_key, version) received so far, each logged once."""
+        self._codecs: dict[tuple[int, int], tuple[MessageCodec, MessageSchema]] = {}
+        """(api_key, version) → its codec and response schema, once loaded."""
 
-    async def dispatch(self, frame: bytes, client_host: str) -> list[Chunk] | None:
-        """The size-prefixed response chunks for one request frame, or None if none is due.
+    async def dispatch(self, frame: bytes, client_host: str, release: Callable[[], None] = lambda: None
+                       ) -> list[Chunk] | None:
+        """The size-prefixed response chunks for one request frame, or None if none is due. `release` is the
+        handler's `RequestContext.release` (the connection may start the next request).
         Raises MalformedRequestError when the connection must be closed. Timed per API (`services.requests`)."""
         requests = self._services.requests
         if requests is None:
-            return await self._dispatch(frame, client_host)
+            return await self._dispatch(frame, client_host, release)
         started = time.perf_counter()
         api_key, api_version, _ = peek_api(frame)
         try:
-            return await self._dispatch(frame, client_host)
+            return await self._dispatch(frame, client_host, release)
         except MalformedRequestError:
             requests.failed(api_key)
             raise
         finally:
             requests.observe(api_key, api_version, time.perf_counter() - started)
 
-    async def _dispatch(self, frame: bytes, client_host: str) -> list[Chunk] | None:
+    async def _dispatch(self, frame: bytes, client_host: str, release: Callable[[], None]) -> list[Chunk] | None:
         api_key, api_version, correlation_id = peek_api(frame)
         supported = SUPPORTED_APIS.get(api_key)
         handler = self._handlers.get(api_key)
@@ -65,15 +74,17 @@ class Dispatcher:
             raise MalformedRequestError(f"unsupported API key {api_key}")
         if api_version not in supported:
             return self._unsupported_version(api_key, api_version, correlation_id)
-        codec = message_codec(api_key, api_version)
-        assert codec is not None, f"kio lacks {api_key} v{api_version}"
+        loaded = self._codecs.get((api_key, api_version))
+        if loaded is None:
+            loaded = self._codecs[api_key, api_version] = await asyncio.to_thread(_load_codec, api_key, api_version)
+        codec, schema = loaded
         header, offset = parse_request_header(frame, codec.flexible)
         request = codec.decode_request(frame, offset)
         seen = (header.client_id, api_key, api_version)
         if seen not in self._seen and len(self._seen) < MAX_LOGGED_VERSIONS:
             self._seen.add(seen)
             log.info("first %s v%d request from client_id %r", ApiKey(api_key).name, api_version, header.client_id)
-        context = RequestContext(self._services, header, client_host, response_schema(codec.response_type))
+        context = RequestContext(self._services, header, client_host, schema, release)
         try:
             response = await handler(request, context)
         except Exception:
@@ -103,3 +114,10 @@ class Dispatcher:
         if api_key == ApiKey.API_VERSIONS:
             response = type(response)(error_code=error, api_keys=advertised_api_versions())
         return [codec.encode_response(correlation_id, response)]
+
+
+def _load_codec(api_key: int, version: int) -> tuple[MessageCodec, MessageSchema]:
+    """The codec and response schema of a served (api_key, version); imports kio's modules (worker thread)."""
+    codec = message_codec(api_key, version)
+    assert codec is not None, f"kio lacks {api_key} v{version}"
+    return codec, response_schema(codec.response_type)

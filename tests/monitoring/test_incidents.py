@@ -1,4 +1,5 @@
-"""Announcement decisions (monitoring.notifier.incidents.decide), table-driven: one row per transition."""
+"""Announcement decisions (monitoring.notifier.incidents.decide), table-driven: one row per transition for
+one subscriber, then per-subscriber thresholds and reminder intervals over a sequence of rounds."""
 
 import itertools
 
@@ -6,7 +7,7 @@ import pytest
 
 from monitoring.evaluator import not_found
 from monitoring.model import Status
-from monitoring.notifier.incidents import EventKind, Incident, NotifyPolicy, Silence, decide
+from monitoring.notifier.incidents import Announced, EventKind, Incident, NotifyPolicy, Silence, decide
 from tests.monitoring.factories import group, partition
 
 T0 = 1_700_000_000_000
@@ -20,7 +21,9 @@ def result_with(status: Status, breached: bool = False, name: str = "billing"):
 
 
 def incident(status: Status, notified: Status | None = None, notified_ms: int = T0) -> Incident:
-    return Incident("inc-1", "prod", "billing", T0, status, notified, notified_ms if notified else 0)
+    """An open incident; `notified`: what subscriber "ops" was told at `notified_ms` (None: nothing)."""
+    told = {"ops": Announced(notified, notified_ms)} if notified else {}
+    return Incident("inc-1", "prod", "billing", T0, status, told)
 
 
 REMIND = NotifyPolicy(reminder_interval_ms=60_000)
@@ -35,7 +38,7 @@ CASES = [
     (None, Status.WARN, False, 0, NotifyPolicy(), (), EventKind.OPEN, (Status.WARN, Status.WARN)),
     (None, Status.ERR, False, 0, NotifyPolicy(), (), EventKind.OPEN, (Status.ERR, Status.ERR)),
     (None, Status.OK, True, 0, NotifyPolicy(), (), EventKind.OPEN, (Status.ERR, Status.ERR)),  # threshold → ERR
-    (None, Status.WARN, False, 0, ERR_ONLY, (), None, None),                               # below min status
+    (None, Status.WARN, False, 0, ERR_ONLY, (), None, (Status.WARN, None)),                # opened, untold
     (None, Status.ERR, False, 0, ERR_ONLY, (), EventKind.OPEN, (Status.ERR, Status.ERR)),
     (None, Status.NOTFOUND, False, 0, NotifyPolicy(), (), None, None),
     (None, Status.ERR, False, 0, NotifyPolicy(), (SILENCE,), None, (Status.ERR, None)),    # silenced open
@@ -57,7 +60,11 @@ CASES = [
     (incident(Status.ERR, Status.ERR), Status.NOTFOUND, False, 1, NotifyPolicy(), (), EventKind.CLOSE, None),
     (incident(Status.ERR, Status.ERR), Status.OK, False, 1, NO_CLOSE, (), None, None),
     (incident(Status.ERR), Status.OK, False, 1, NotifyPolicy(), (), None, None),           # never announced
-    (incident(Status.WARN, Status.WARN), Status.WARN, False, 1, ERR_ONLY, (), EventKind.CLOSE, None),
+    (incident(Status.WARN), Status.ERR, False, 1, ERR_ONLY, (), EventKind.OPEN, (Status.ERR, Status.ERR)),
+    (incident(Status.ERR, Status.ERR), Status.WARN, False, 1, ERR_ONLY, (), EventKind.UPDATE,
+     (Status.WARN, Status.WARN)),                                                          # told: follows it
+    (incident(Status.WARN, Status.WARN), Status.WARN, False, 10 * 60_000, ERR_ONLY, (), None,
+     (Status.WARN, Status.WARN)),
 ]
 
 
@@ -66,7 +73,8 @@ CASES = [
 def test_decisions(previous, status, breached, after_ms, policy, silences, event, expected):
     ids = (f"id-{i}" for i in itertools.count())
     now = T0 + after_ms
-    decision = decide(result_with(status, breached), previous, now, policy, silences, make_id=lambda: next(ids))
+    decision = decide(result_with(status, breached), previous, now, {"ops": policy}, silences,
+                      make_id=lambda: next(ids))
     assert [n.kind for n in decision.notifications] == ([event] if event else [])
     if expected is None:
         assert decision.incident is None
@@ -77,15 +85,67 @@ def test_decisions(previous, status, breached, after_ms, policy, silences, event
             assert decision.incident.notified_ms == now
     for n in decision.notifications:
         assert n.sent_ms == now and n.incident.group == "billing" and n.event_id.startswith("id-")
+        assert n.subscriber == "ops"
 
 
 def test_a_new_incident_starts_now_and_every_event_has_its_own_id():
-    open_ = decide(result_with(Status.WARN), None, T0, NotifyPolicy())
-    update = decide(result_with(Status.ERR), open_.incident, T0 + 5, NotifyPolicy())
-    close = decide(result_with(Status.OK), update.incident, T0 + 9, NotifyPolicy())
+    policies = {"ops": NotifyPolicy()}
+    open_ = decide(result_with(Status.WARN), None, T0, policies)
+    update = decide(result_with(Status.ERR), open_.incident, T0 + 5, policies)
+    close = decide(result_with(Status.OK), update.incident, T0 + 9, policies)
     events = [*open_.notifications, *update.notifications, *close.notifications]
     assert open_.incident.start_ms == T0 and update.incident.start_ms == T0
     assert len({n.event_id for n in events}) == 3 and len({n.incident.id for n in events}) == 1
+
+
+EVERY_MINUTE = NotifyPolicy(reminder_interval_ms=60_000)
+
+# Rounds of one group under several subscribers at once: the silences, (ms after T0, group status) per
+# round, and per round the (subscriber, event) pairs announced. "quiet" has no reminder interval,
+# "minutely" one of 60 s, "paging" only opens at ERR and is reminded every 60 s.
+ROUND_CASES = [
+    ("no reminder when unset, one after the interval, not before",
+     (),
+     [(0, Status.WARN), (59_999, Status.WARN), (60_000, Status.WARN), (119_999, Status.WARN),
+      (120_000, Status.WARN), (10 * 60_000, Status.WARN)],
+     [{("quiet", "open"), ("minutely", "open")}, set(), {("minutely", "reminder")}, set(),
+      {("minutely", "reminder")}, {("minutely", "reminder")}]),
+    ("a status change is an update and restarts the interval",
+     (),
+     [(0, Status.WARN), (30_000, Status.ERR), (60_000, Status.ERR), (90_000, Status.ERR)],
+     [{("quiet", "open"), ("minutely", "open")},
+      {("quiet", "update"), ("minutely", "update"), ("paging", "open")}, set(),
+      {("minutely", "reminder"), ("paging", "reminder")}]),
+    ("after CLOSE no reminder, and a new problem is a new OPEN",
+     (),
+     [(0, Status.ERR), (10_000, Status.OK), (70_000, Status.OK), (200_000, Status.OK), (210_000, Status.WARN)],
+     [{("quiet", "open"), ("minutely", "open"), ("paging", "open")},
+      {("quiet", "close"), ("minutely", "close"), ("paging", "close")}, set(), set(),
+      {("quiet", "open"), ("minutely", "open")}]),
+    ("below its threshold a subscriber hears nothing, not even a close",
+     (),
+     [(0, Status.WARN), (120_000, Status.WARN), (130_000, Status.OK)],
+     [{("quiet", "open"), ("minutely", "open")}, {("minutely", "reminder")},
+      {("quiet", "close"), ("minutely", "close")}]),
+    ("a silence holds reminders back; they resume after it",
+     (Silence("billing", starts_ms=T0 + 50_000, ends_ms=T0 + 100_000),),
+     [(0, Status.ERR), (60_000, Status.ERR), (100_000, Status.ERR)],
+     [{("quiet", "open"), ("minutely", "open"), ("paging", "open")}, set(),
+      {("minutely", "reminder"), ("paging", "reminder")}]),
+]
+
+
+@pytest.mark.parametrize(("silences", "rounds", "expected"), [c[1:] for c in ROUND_CASES],
+                         ids=[c[0] for c in ROUND_CASES])
+def test_each_subscriber_has_its_threshold_and_reminder_interval(silences, rounds, expected):
+    policies = {"quiet": NotifyPolicy(), "minutely": EVERY_MINUTE,
+                "paging": NotifyPolicy(min_status=Status.ERR, reminder_interval_ms=60_000)}
+    current, announced = None, []
+    for after_ms, status in rounds:
+        decision = decide(result_with(status), current, T0 + after_ms, policies, silences)
+        current = decision.incident
+        announced.append({(n.subscriber, str(n.kind)) for n in decision.notifications})
+    assert announced == expected
 
 
 @pytest.mark.parametrize(("silence", "cluster", "group", "now", "covered"), [

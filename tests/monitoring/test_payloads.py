@@ -6,7 +6,7 @@ import json
 import pytest
 
 from monitoring.model import Status
-from monitoring.notifier.incidents import EventKind, Incident, Notification
+from monitoring.notifier.incidents import Announced, EventKind, Incident, Notification
 from monitoring.notifier.payloads import (
     TemplateError,
     check_template,
@@ -24,7 +24,7 @@ START = 1_700_000_000_000
 def notification(kind=EventKind.OPEN, status=Status.ERR, seconds=42.0) -> Notification:
     result = group(partition(Status.STOP, number=0, lag=250, seconds=seconds),
                    partition(Status.OK, number=1, lag=5), partition(Status.WARN, topic="audit", lag=50))
-    incident = Incident("0f3c", "prod", "billing", START, status, status, START)
+    incident = Incident("0f3c", "prod", "billing", START, status, {"ops": Announced(status, START)})
     return Notification("evt-7", kind, incident, result, START + 30_000)
 
 

@@ -1,12 +1,11 @@
 """Lag metrics (monitoring.prometheus) in the text format a Prometheus scrape gets."""
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from monitoring.evaluator import not_found
 from monitoring.model import Status
-from monitoring.prometheus import LagMetrics, MetricsSnapshot, MonitorStats
+from monitoring.prometheus import MetricsSnapshot, MonitorStats, render, render_health
 from tests.monitoring.factories import group, partition
 
 
@@ -18,12 +17,11 @@ def scrape(families=("burrow", "kafka_exporter", "kafka_lag_exporter")) -> dict[
         group(partition(Status.OK, topic="audit", committed=None), name="idle", cluster="testcluster"),
         not_found("testcluster", "gone", 0),
     ]
-    snapshot = MetricsSnapshot("testcluster", results, {"orders": [105, 2352, 40]},
-                               MonitorStats(offsets_topic_lag=12, commits_stored=99, evaluation_seconds=0.25))
-    registry = CollectorRegistry()
-    registry.register(LagMetrics(lambda: snapshot, families))
+    snapshot = MetricsSnapshot("testcluster", results, {"orders": [105, 2352, 40]})
+    text = render(snapshot, families) + render_health(
+        MonitorStats(offsets_topic_lag=12, commits_stored=99, evaluation_seconds=0.25))
     samples: dict[str, dict] = {}
-    for family in text_string_to_metric_families(generate_latest(registry).decode()):
+    for family in text_string_to_metric_families(text.decode()):
         for sample in family.samples:
             samples.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
     return samples
@@ -87,4 +85,14 @@ def test_health_metrics_and_no_created_series():
 
 def test_unknown_family():
     with pytest.raises(ValueError, match="kminion"):
-        LagMetrics(lambda: None, ["kminion"])
+        render(MetricsSnapshot("c", [], {}), ["kminion"])
+
+
+def test_label_values_are_escaped():
+    odd = 'we\\ird "group"\nname'
+    results = [group(partition(Status.OK, topic='t"1', committed=3, lag=1), name=odd, cluster='c\\1')]
+    text = render(MetricsSnapshot('c\\1', results, {'t"1': [4]})).decode()
+    labels = [s.labels for f in text_string_to_metric_families(text) for s in f.samples]
+    assert {"cluster": 'c\\1', "consumer_group": odd, "topic": 't"1', "partition": "0"} in labels
+    assert {"consumergroup": odd, "topic": 't"1'} in labels
+    assert {"cluster_name": 'c\\1', "topic": 't"1', "partition": "0"} in labels

@@ -126,7 +126,8 @@ async def handle(request, context: RequestContext) -> object:
             results.append(None)
         responses.append((topic.name, results))
     outcomes = await context.services.replicas.append_records(entries, request.acks,
-                                                              int(request.timeout.total_seconds() * 1000))
+                                                              int(request.timeout.total_seconds() * 1000),
+                                                              on_appended=context.release)
     if request.acks == 0:
         return NO_RESPONSE
     for (name, index, _), (results, position), outcome in zip(entries, answered_at, outcomes, strict=True):

@@ -14,6 +14,8 @@ import re
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from monitoring.model import Status
+from monitoring.notifier.incidents import NotifyPolicy
 from monitoring.notifier.payloads import TemplateError, check_template
 from monitoring.notifier.sender import Preset
 from monitoring.notifier.sender import WebhookEndpoint as EndpointSpec
@@ -32,6 +34,8 @@ class WebhookEndpoint(models.Model):
 
     PRESETS = [(p.value, p.name.title() if p is not Preset.PAGERDUTY else "PagerDuty Events v2") for p in Preset]
     METHODS = [("POST", "POST"), ("PUT", "PUT")]
+    THRESHOLDS = [(Status.WARN.name, "WARN and worse"), (Status.ERR.name, "ERR only")]
+    MIN_REMINDER_S = 10
 
     name = models.CharField(max_length=100, unique=True)
     url = models.URLField(max_length=2000)
@@ -49,6 +53,13 @@ class WebhookEndpoint(models.Model):
                                        help_text="only groups matching this regular expression")
     group_denylist = models.CharField(max_length=500, blank=True, validators=[_check_regex],
                                       help_text="never groups matching this regular expression")
+    notify_threshold = models.CharField(
+        max_length=4, choices=THRESHOLDS, default=Status.WARN.name,
+        help_text="the group status that opens an incident for this endpoint (Burrow's `threshold`); once told, "
+                  "it hears every change until the close")
+    reminder_interval_s = models.PositiveIntegerField(
+        null=True, blank=True, help_text="re-announce an unchanged open incident this many seconds after the "
+                                         "last announcement (empty: on status change only)")
     enabled = models.BooleanField(default=True)
     disabled_reason = models.CharField(max_length=500, blank=True)
     timeout_s = models.FloatField(default=15.0)
@@ -74,10 +85,18 @@ class WebhookEndpoint(models.Model):
             errors["headers"] = "headers must be an object of string names to string values"
         if not isinstance(self.extras, dict):
             errors["extras"] = "extras must be an object"
+        if self.reminder_interval_s is not None and self.reminder_interval_s < self.MIN_REMINDER_S:
+            errors["reminder_interval_s"] = f"a reminder interval must be at least {self.MIN_REMINDER_S} seconds"
         if not 0.5 <= self.timeout_s <= 60:
             errors["timeout_s"] = "timeout must be between 0.5 and 60 seconds"
         if errors:
             raise ValidationError(errors)
+
+    def notify_policy(self) -> NotifyPolicy:
+        """When the lag monitor announces to this endpoint (its subscriber key is `str(pk)`)."""
+        return NotifyPolicy(min_status=Status[self.notify_threshold],
+                            reminder_interval_ms=None if self.reminder_interval_s is None
+                            else self.reminder_interval_s * 1000)
 
     def spec(self) -> EndpointSpec:
         """What monitoring's sender needs."""

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from monitoring.evaluator import not_found
 from monitoring.model import Status
-from monitoring.notifier.incidents import EventKind, Incident, Notification, new_id
+from monitoring.notifier.incidents import EVERYONE, EventKind, Incident, Notification, new_id
 from monitoring.notifier.payloads import TemplateError
 from monitoring.notifier.sender import Delivery as Prepared
 from monitoring.notifier.sender import Outcome, attempt, prepare, retry_delay_s
@@ -62,8 +62,9 @@ def store(endpoint: WebhookEndpoint, event: str, subject: str, prepared: Prepare
 
 
 def enqueue(notifications: Sequence[Notification]) -> list[int]:
-    """Record every announcement for every enabled endpoint whose group filter passes, then queue them.
-    An endpoint whose template cannot render the event gets a `failed` row saying why."""
+    """Record every announcement for its subscriber (the enabled endpoint whose `str(pk)` it names; every
+    enabled endpoint for `EVERYONE`) if the endpoint's group filter passes, then queue them. An endpoint
+    whose template cannot render the event gets a `failed` row saying why."""
     created: list[int] = []
     endpoints = [(e, NameFilter(e.group_allowlist or None, e.group_denylist or None))
                  for e in WebhookEndpoint.objects.filter(enabled=True)]
@@ -71,7 +72,7 @@ def enqueue(notifications: Sequence[Notification]) -> list[int]:
         for notification in notifications:
             group = notification.result.group
             for endpoint, passes in endpoints:
-                if not passes(group):
+                if notification.subscriber not in (EVERYONE, str(endpoint.pk)) or not passes(group):
                     continue
                 try:
                     prepared = prepare(endpoint.spec(), notification)

@@ -26,6 +26,8 @@ urlpatterns = [
     path("reassignments/", views.UnavailableSectionView.as_view(section="Reassignments"), name="reassignments"),
     path("alerts/", alerts.AlertsView.as_view(), name="alerts"),
     path("alerts/endpoints/new/", alerts.EndpointCreateView.as_view(), name="alert-endpoint-create"),
+    path("alerts/endpoints/<int:pk>/", alerts.EndpointPage.as_view(), name="alert-endpoint"),
+    path("alerts/endpoints/<int:pk>/edit/", alerts.EndpointUpdateView.as_view(), name="alert-endpoint-edit"),
     path("alerts/endpoints/<int:pk>/test/", alerts.EndpointTestView.as_view(), name="alert-endpoint-test"),
     path("alerts/endpoints/<int:pk>/delete/", alerts.EndpointDeleteView.as_view(), name="alert-endpoint-delete"),
     path("alerts/thresholds/new/", alerts.ThresholdCreateView.as_view(), name="alert-threshold-create"),

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import BigIntegerField, Case, ExpressionWrapper, Func, Max, Min, Sum, TextField, Value, When
 from django.db.models.functions import Cast
 
+from controlplane.alerts.incidents import open_count as open_alert_count
 from controlplane.cluster.models import Broker, BrokerState, ControllerState
 from controlplane.metrics.models import (
     BrokerMetricPoint,
@@ -125,7 +126,7 @@ class MetadataStoreDataSource:
             offline_partitions=sum(1 for _, _, _, leader in rows if leader == NO_LEADER or leader not in running),
             under_replicated_partitions=sum(1 for _, replicas, isr, _ in rows if len(isr) < len(replicas)),
             controller_epoch=ControllerState.current().controller_epoch,
-            controller_id=min(running) if running else -1)
+            controller_id=min(running) if running else -1, open_alerts=open_alert_count())
 
     def broker_load(self) -> list[BrokerLoad]:
         leaders: defaultdict[int, int] = defaultdict(int)

@@ -16,7 +16,9 @@ class MonitorState(models.Model):
 
 
 class LagIncident(models.Model):
-    """A consumer group's alert from OPEN to CLOSE (`closed_ms` null while open). Times in ms since the epoch."""
+    """A consumer group's alert from OPEN to CLOSE (`closed_ms` null while open). Times in ms since the epoch.
+    `notified` is what each endpoint was last told ({str(endpoint pk): [status, ms]}); `notified_status`
+    and `notified_ms` repeat the latest of those for lists."""
 
     incident_id = models.CharField(max_length=64, unique=True)
     cluster = models.CharField(max_length=200)
@@ -25,6 +27,7 @@ class LagIncident(models.Model):
     status = models.CharField(max_length=10)
     notified_status = models.CharField(max_length=10, blank=True)
     notified_ms = models.BigIntegerField(default=0)
+    notified = models.JSONField(default=dict, blank=True)
     closed_ms = models.BigIntegerField(null=True, blank=True)
 
     class Meta:

@@ -1,23 +1,25 @@
 """The ORM's side of the lag monitor: `monitoring.persistence.MonitorStore` on `MonitorState` and
-`LagIncident`, the sink handing announcements to the alerts outbox, and the operator-edited thresholds and
-silences the monitor asks for once per evaluation round. Everything here runs on the monitor's threads
-(a few calls per evaluation round), so each call opens its thread's database connection and closes it again
-(`in_own_connection`): a database restart costs nothing, and no thread leaves a connection behind."""
+`LagIncident`, the sink handing announcements to the alerts outbox, and what the monitor asks for once per
+evaluation round: the operator-edited thresholds, silences and endpoints' notification policies. Everything
+here runs on the monitor's threads (a few calls per evaluation round), so each call opens its thread's
+database connection and closes it again (`in_own_connection`): a database restart costs nothing, and no
+thread leaves a connection behind."""
 
 import functools
 import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from controlplane.alerts import outbox
-from controlplane.alerts.models import LagThreshold
+from controlplane.alerts.models import LagThreshold, WebhookEndpoint
 from controlplane.alerts.models import Silence as SilenceRow
 from monitoring.config import Threshold
 from monitoring.model import Status
-from monitoring.notifier.incidents import Incident, Notification, Silence
+from monitoring.notifier.incidents import Incident, Notification, NotifyPolicy, Silence
+from monitoring.persistence import notified_from_dict, notified_to_dict
 
 from .models import LagIncident, MonitorState
 
@@ -56,26 +58,29 @@ class OrmMonitorStore:
     @in_own_connection
     def open_incidents(self) -> list[Incident]:
         return [Incident(id=row.incident_id, cluster=row.cluster, group=row.group, start_ms=row.start_ms,
-                         status=Status[row.status],
-                         notified_status=Status[row.notified_status] if row.notified_status else None,
-                         notified_ms=row.notified_ms)
+                         status=Status[row.status], notified=notified_from_dict(row.notified))
                 for row in LagIncident.objects.filter(cluster=self.cluster, closed_ms__isnull=True)]
 
     @in_own_connection
-    def save_incident(self, incident: Incident) -> None:
-        self._upsert(incident, None)
+    def update_incidents(self, saved: Sequence[Incident], closed: Sequence[tuple[Incident, int]]) -> None:
+        """One transaction of upserts by `incident_id` (a few statements for any number of incidents)."""
+        rows = [_row(incident, None) for incident in saved]
+        rows += [_row(incident, closed_ms) for incident, closed_ms in closed]
+        with transaction.atomic():
+            LagIncident.objects.bulk_create(rows, batch_size=500, update_conflicts=True,
+                                            unique_fields=["incident_id"], update_fields=_UPDATED_FIELDS)
 
-    @in_own_connection
-    def close_incident(self, incident: Incident, closed_ms: int) -> None:
-        self._upsert(incident, closed_ms)
 
-    @staticmethod
-    def _upsert(incident: Incident, closed_ms: int | None) -> None:
-        LagIncident.objects.update_or_create(incident_id=incident.id, defaults={
-            "cluster": incident.cluster, "group": incident.group, "start_ms": incident.start_ms,
-            "status": incident.status.name,
-            "notified_status": incident.notified_status.name if incident.notified_status else "",
-            "notified_ms": incident.notified_ms, "closed_ms": closed_ms})
+_UPDATED_FIELDS = ["cluster", "group", "start_ms", "status", "notified_status", "notified_ms", "notified",
+                   "closed_ms"]
+
+
+def _row(incident: Incident, closed_ms: int | None) -> LagIncident:
+    return LagIncident(incident_id=incident.id, cluster=incident.cluster, group=incident.group,
+                       start_ms=incident.start_ms, status=incident.status.name,
+                       notified_status=incident.notified_status.name if incident.notified_status else "",
+                       notified_ms=incident.notified_ms, notified=notified_to_dict(incident.notified),
+                       closed_ms=closed_ms)
 
 
 class OutboxSink:
@@ -91,6 +96,12 @@ def thresholds(configured: Sequence[Threshold] = ()) -> list[Threshold]:
     """The configuration's thresholds and every `LagThreshold` row."""
     return [*configured, *(Threshold(t.group, t.topic, t.max_lag, t.max_lag_seconds)
                            for t in LagThreshold.objects.all())]
+
+
+@in_own_connection
+def policies() -> dict[str, NotifyPolicy]:
+    """Each enabled endpoint's notification rules, by its subscriber key (`str(pk)`, see outbox.enqueue)."""
+    return {str(e.pk): e.notify_policy() for e in WebhookEndpoint.objects.filter(enabled=True)}
 
 
 @in_own_connection

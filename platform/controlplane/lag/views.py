@@ -101,11 +101,12 @@ class LagIncidentSerializer(serializers.ModelSerializer):
     class Meta:
         model = LagIncident
         fields = ("incident_id", "cluster", "group", "start_ms", "status", "notified_status", "notified_ms",
-                  "closed_ms")
+                  "notified", "closed_ms")
 
 
 class LagIncidentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Consumer-group incidents from OPEN to CLOSE (`closed_ms` null while open; times in ms), newest first."""
+    """Consumer-group incidents from OPEN to CLOSE (`closed_ms` null while open; times in ms), newest first;
+    `notified`: what each endpoint (by id) was last told, `[status, ms]`."""
 
     queryset = LagIncident.objects.all()
     serializer_class = LagIncidentSerializer

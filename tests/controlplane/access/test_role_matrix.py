@@ -19,7 +19,7 @@ from controlplane.access import actions
 from controlplane.access.actions import Action, Role
 from controlplane.access.models import ApiToken
 from controlplane.access.roles import role_of
-from controlplane.alerts.models import LagThreshold
+from controlplane.alerts.models import LagThreshold, WebhookEndpoint
 from controlplane.audit.models import AuditEntry
 from controlplane.groups import kafka_client
 from controlplane.groups.kafka_client import TopicPartition
@@ -31,6 +31,7 @@ from tests.controlplane.groups.conftest import FakeGroupAdmin, FakeLog
 ETL_0 = TopicPartition("events", 0)
 PLANS = Path(__file__).parent
 THRESHOLD_ID = 41
+ENDPOINT_ID = 43
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,9 @@ MUTATIONS = [
     Mutation(actions.MANAGE_ALERTS, "console", ("post", "/alerts/thresholds/new/", {"group": "etl", "topic": "*",
                                                                                 "max_lag": 9})),
     Mutation(actions.MANAGE_ALERTS, "rest", ("patch", f"/api/alerts/thresholds/{THRESHOLD_ID}/", {"max_lag": 9})),
+    Mutation(actions.MANAGE_ALERTS, "console", ("post", f"/alerts/endpoints/{ENDPOINT_ID}/edit/", {
+        "name": "ops", "url": "https://h.example/hook", "preset": "standard", "method": "POST", "timeout_s": "15",
+        "notify_threshold": "ERR", "reminder_interval_s": "600", "enabled": "on"})),
     # topics (issue 12)
     Mutation(actions.CREATE_TOPICS, "rest", ("post", "/api/topics/", {"name": "audits", "replication_factor": 1})),
     Mutation(actions.ALTER_CONFIGS, "rest", ("patch", "/api/topics/orders/", {"configs": {"retention.ms": "1000"}})),
@@ -122,6 +126,7 @@ def world(cluster, monkeypatch):
     ApiToken.objects.create(user=bob, expiry=None, name="bob's")
     ReportRun.objects.create(pk=4242, report="lag", run_id="lag-queued")
     LagThreshold.objects.create(id=THRESHOLD_ID, group="etl", max_lag=5)
+    WebhookEndpoint.objects.create(id=ENDPOINT_ID, name="ops", url="https://h.example/hook")
     return fake
 
 
@@ -135,7 +140,8 @@ def state(fake) -> tuple:
             tuple(ApiToken.objects.order_by("name").values_list("user__username", "name")), bob_role,
             tuple(ReportRun.objects.order_by("pk").values_list("run_id", "status")),
             tuple(PeriodicTask.objects.order_by("name").values_list("name", "crontab_id", "enabled")),
-            tuple(LagThreshold.objects.values_list("group", "max_lag")))
+            tuple(LagThreshold.objects.values_list("group", "max_lag")),
+            tuple(WebhookEndpoint.objects.values_list("name", "notify_threshold", "reminder_interval_s")))
 
 
 def perform(mutation: Mutation, user) -> str:

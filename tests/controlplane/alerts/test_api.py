@@ -8,6 +8,8 @@ from controlplane.access.actions import Role
 from controlplane.alerts import outbox
 from controlplane.alerts.models import Delivery, LagThreshold, WebhookEndpoint
 from controlplane.audit.models import AuditEntry
+from monitoring.model import Status
+from monitoring.notifier.incidents import NotifyPolicy
 from tests.conftest import user_with_role
 
 pytestmark = pytest.mark.django_db
@@ -46,12 +48,30 @@ def test_an_operator_creates_an_endpoint_and_sees_its_secret_once():
     ({"headers": {"X-N": 5}}, "headers"),
     ({"group_allowlist": "(["}, "group_allowlist"),
     ({"url": "not a url"}, "url"),
+    ({"reminder_interval_s": 5}, "reminder_interval_s"),
+    ({"reminder_interval_s": -60}, "reminder_interval_s"),
+    ({"notify_threshold": "STOP"}, "notify_threshold"),
 ])
 def test_bad_endpoints_are_400_with_the_field(body, field):
     response = client(Role.OPERATOR).post("/api/alerts/endpoints/", {"name": "x", "url": "https://h.example/",
                                                                       **body}, format="json")
     assert response.status_code == 400 and field in response.data, response.data
     assert not WebhookEndpoint.objects.exists()
+
+
+def test_the_notify_threshold_and_reminder_interval_are_endpoint_fields_patched_and_audited():
+    operator = client(Role.OPERATOR)
+    created = operator.post("/api/alerts/endpoints/", {"name": "pager", "url": "https://h.example/"}, format="json")
+    assert (created.data["notify_threshold"], created.data["reminder_interval_s"]) == ("WARN", None)
+    patched = operator.patch(f"/api/alerts/endpoints/{created.data['id']}/",
+                             {"notify_threshold": "ERR", "reminder_interval_s": 1800}, format="json")
+    assert patched.status_code == 200, patched.data
+    endpoint = WebhookEndpoint.objects.get()
+    assert endpoint.notify_policy() == NotifyPolicy(min_status=Status.ERR, reminder_interval_ms=1_800_000)
+    assert endpoint.secret == created.data["secret"]
+    entry = AuditEntry.objects.get(target=f"webhook-endpoint:{endpoint.pk}")
+    assert (entry.before["reminder_interval_s"], entry.after["reminder_interval_s"]) == (None, 1800)
+    assert (entry.before["notify_threshold"], entry.after["notify_threshold"]) == ("WARN", "ERR")
 
 
 def test_a_viewer_reads_but_may_not_change_alerts():

@@ -1,6 +1,7 @@
 """The Alerts page in Chromium: an operator adds a Slack endpoint through the form, sees its secret once,
-sends a test (it reaches a real receiver through the outbox) and finds it in the delivery log; a viewer sees
-the same page with the buttons disabled. Screenshots: var/screenshots/alerts-*.png."""
+sends a test (it reaches a real receiver through the outbox) and finds it in the delivery log, then edits the
+endpoint (threshold and reminder interval; the secret stays); a viewer sees the same pages with the buttons
+disabled. Screenshots: var/screenshots/alerts-*.png."""
 
 import json
 
@@ -9,7 +10,7 @@ from playwright.sync_api import expect
 
 from controlplane.access.actions import Role
 from controlplane.alerts import outbox
-from controlplane.alerts.models import Delivery
+from controlplane.alerts.models import Delivery, WebhookEndpoint
 from tests.conftest import PASSWORD, SCREENSHOTS, user_with_role
 from tests.support.webhook_receiver import Receiver
 
@@ -46,6 +47,16 @@ def test_an_operator_adds_an_endpoint_and_sends_a_test(page, live_app, monkeypat
     page.goto(f"{live_app}/alerts/")
     expect(page.locator("#deliveries")).to_contain_text("delivered")
     page.screenshot(path=str(SCREENSHOTS / "alerts-operator.png"), full_page=True)
+    secret = WebhookEndpoint.objects.get().secret
+    page.click("#endpoints a:has-text('Edit')")
+    expect(page.locator("#id_url")).to_have_value(receiver.url)
+    page.select_option("#id_notify_threshold", "ERR")
+    page.fill("#id_reminder_interval_s", "1800")
+    page.screenshot(path=str(SCREENSHOTS / "alerts-endpoint-edit.png"), full_page=True)
+    page.click("#endpoint-edit-form button[data-action=manage_alerts]")
+    expect(page.locator("#endpoints")).to_contain_text("ERR only, reminded every 1800 s")
+    edited = WebhookEndpoint.objects.get()
+    assert (edited.notify_threshold, edited.reminder_interval_s, edited.secret) == ("ERR", 1800, secret)
     receiver.close()
     [(_, _, headers, body)] = receiver.requests
     assert headers["x-team"] == "data" and "strom-test" in json.loads(body)["text"]
@@ -54,3 +65,5 @@ def test_an_operator_adds_an_endpoint_and_sends_a_test(page, live_app, monkeypat
     page.goto(f"{live_app}/alerts/")
     expect(page.locator("#endpoints button:has-text('Send test')")).to_be_disabled()
     page.screenshot(path=str(SCREENSHOTS / "alerts-viewer.png"), full_page=True)
+    page.click("#endpoints a:has-text('Edit')")
+    expect(page.locator("#endpoint-edit-form button[data-action=manage_alerts]")).to_be_disabled()

@@ -2,13 +2,17 @@
 signatures: one row per endpoint and event, retries with the same id and body, the attempt log, 410 disabling
 the endpoint, group filters and unbuildable bodies."""
 
+import dataclasses
+
 import pytest
 from django.utils import timezone
 from standardwebhooks import Webhook
 
 from controlplane.alerts import outbox
 from controlplane.alerts.models import Delivery, WebhookEndpoint
-from monitoring.notifier.incidents import EventKind
+from controlplane.lag.store import policies
+from monitoring.model import Status
+from monitoring.notifier.incidents import EventKind, NotifyPolicy
 from tests.monitoring.test_payloads import notification
 from tests.support.webhook_receiver import Receiver
 
@@ -74,6 +78,16 @@ def test_group_filters_and_disabled_endpoints_choose_who_gets_an_event(woken):
     WebhookEndpoint.objects.create(name="off", url="http://127.0.0.1:9/c", enabled=False)
     outbox.enqueue([notification()])  # group "billing"
     assert list(Delivery.objects.values_list("endpoint__name", flat=True)) == ["billing-only"]
+
+
+def test_an_announcement_for_one_subscriber_goes_to_that_endpoint_only(woken):
+    ops = WebhookEndpoint.objects.create(name="ops", url="http://127.0.0.1:9/a")
+    pager = WebhookEndpoint.objects.create(name="pager", url="http://127.0.0.1:9/b", notify_threshold="ERR",
+                                           reminder_interval_s=600)
+    outbox.enqueue([dataclasses.replace(notification(), subscriber=str(pager.pk))])
+    assert list(Delivery.objects.values_list("endpoint__name", flat=True)) == ["pager"]
+    assert policies() == {str(ops.pk): NotifyPolicy(),
+                          str(pager.pk): NotifyPolicy(min_status=Status.ERR, reminder_interval_ms=600_000)}
 
 
 def test_a_template_that_cannot_render_records_a_failed_delivery(woken):

@@ -12,7 +12,7 @@ from controlplane.lag.models import LagIncident
 from controlplane.lag.store import OrmMonitorStore, silences, thresholds
 from monitoring.config import Threshold
 from monitoring.model import Status
-from monitoring.notifier.incidents import Incident
+from monitoring.notifier.incidents import Announced, Incident
 
 
 @pytest.mark.django_db
@@ -21,10 +21,10 @@ def test_state_and_incidents_survive_a_new_store():
     assert first.load_state() is None
     first.save_state(b"\x00blob")
     first.save_state(b"\x01blob")
-    opened = Incident("i1", "prod", "billing", 1000, Status.ERR, Status.ERR, 1000)
-    first.save_incident(opened)
-    first.save_incident(Incident("i2", "prod", "etl", 2000, Status.WARN))
-    first.close_incident(Incident("i2", "prod", "etl", 2000, Status.WARN), 5000)
+    opened = Incident("i1", "prod", "billing", 1000, Status.ERR, {"7": Announced(Status.ERR, 1000)})
+    first.update_incidents([Incident("i1", "prod", "billing", 1000, Status.WARN),
+                            Incident("i2", "prod", "etl", 2000, Status.WARN)], [])
+    first.update_incidents([opened], [(Incident("i2", "prod", "etl", 2000, Status.WARN), 5000)])
     again = OrmMonitorStore("prod")
     assert again.load_state() == b"\x01blob"
     assert again.open_incidents() == [opened]

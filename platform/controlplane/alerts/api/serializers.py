@@ -25,7 +25,8 @@ class WebhookEndpointSerializer(ModelCleanMixin, serializers.ModelSerializer):
     class Meta:
         model = WebhookEndpoint
         fields = ("id", "name", "url", "preset", "method", "headers", "secret", "template_open", "template_close",
-                  "extras", "routing_key", "link", "group_allowlist", "group_denylist", "enabled",
+                  "extras", "routing_key", "link", "group_allowlist", "group_denylist", "notify_threshold",
+                  "reminder_interval_s", "enabled",
                   "disabled_reason", "timeout_s", "created_at")
         read_only_fields = ("disabled_reason", "created_at")
         extra_kwargs = {"secret": {"write_only": True, "required": False}}

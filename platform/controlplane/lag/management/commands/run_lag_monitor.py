@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from controlplane.core.errors import KafkaApiError
 from controlplane.groups.kafka_client import bootstrap_servers
-from controlplane.lag.store import OrmMonitorStore, OutboxSink, silences, thresholds
+from controlplane.lag.store import OrmMonitorStore, OutboxSink, policies, silences, thresholds
 from monitoring.config import MonitorConfig
 from monitoring.http_api import MonitorHttpServer
 from monitoring.service import LagMonitor
@@ -52,7 +52,8 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         monitor = LagMonitor(monitor_config, OrmMonitorStore(monitor_config.cluster), OutboxSink(),
-                             silences=silences, thresholds=lambda: thresholds(monitor_config.thresholds))
+                             policies=policies, silences=silences,
+                             thresholds=lambda: thresholds(monitor_config.thresholds))
         server = MonitorHttpServer(monitor, "127.0.0.1", http_port, secret=settings.STROM_CLUSTER_SECRET)
         monitor.start()
         server.start()

@@ -1,0 +1,309 @@
+"""`make bench-latency`: produce latency at fixed rates (issue 18), beside the loopback round-trip floor.
+
+Workload: a confluent-kafka producer (linger.ms 1, 1 KiB records; acks=all also idempotent) produces at a
+fixed rate (1,000, 10,000 and 50,000 records/s) for BENCH_LATENCY_SECONDS (15) into a topic of 3 partitions;
+the latency of a record is from its `produce()` call to its delivery callback (the producer loop serves
+callbacks at least every millisecond), the first 10 % of each run dropped as warm-up. Records are due on a
+fixed schedule, so a stalled broker shows up as latency (and as a lower achieved rate), never as silence.
+
+Topologies:
+- `cluster`: `make run`'s processes exactly (`scripts/run_local.py` in a fresh STROM_VAR_DIR on free ports:
+  Redis, gunicorn with the console and internal API, controller, Celery worker and beat, the metrics
+  consumer, brokers 1-3 with /metrics), topic RF 3 with min.insync.replicas 2;
+- `standalone`: one `python -m brokerd --standalone`, topic RF 1.
+
+Printed per run: achieved rate, p50/p99/p99.9/max in ms, and p99 as a multiple of the floor's p99. The
+floor, measured in the same run: a 1 KiB asyncio ping-pong (streams, one request outstanding) between this
+process and an echo server in another process — the least a request/response over loopback costs here.
+Reference: Confluent's published Apache Kafka benchmark reports p99 ~5 ms end-to-end on 3 brokers with
+RF 3 and acks=all; issue 18's target is acks=all RF 3 at 10,000 records/s with p99 <= 5 ms, p99.9 <= 20 ms.
+The load average is printed before and after: on a shared machine, compare runs made under the same load.
+
+Environment: BENCH_LATENCY_SECONDS (15), BENCH_LATENCY_RATES (1000,10000,50000), BENCH_LATENCY_ACKS (1,all),
+BENCH_LATENCY_TOPOLOGIES (cluster,standalone).
+"""
+
+import asyncio
+import contextlib
+import functools
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.peers import free_port
+from bench.peers.kafka_protocol import strom
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RECORD_BYTES = 1024
+PARTITIONS = 3
+WARMUP_SHARE = 0.10
+FLOOR_ROUND_TRIPS = 20_000
+POLL_S = 0.001
+"""The producer loop serves delivery callbacks at least this often (s)."""
+STARTUP_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Latencies:
+    label: str
+    rate: int
+    achieved_rate: float
+    samples_ms: list[float]
+
+    def quantile(self, q: float) -> float:
+        ordered = sorted(self.samples_ms)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    @property
+    def max(self) -> float:
+        return max(self.samples_ms)
+
+
+# --- the floor: asyncio ping-pong over loopback ----------------------------------------------------------
+
+async def _echo_server(port: int) -> None:
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                writer.write(await reader.readexactly(RECORD_BYTES))
+                await writer.drain()
+
+    server = await asyncio.start_server(echo, "127.0.0.1", port)
+    async with server:
+        await server.serve_forever()
+
+
+async def _ping_pong(port: int, round_trips: int) -> list[float]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    payload = os.urandom(RECORD_BYTES)
+    samples = []
+    for _ in range(round_trips):
+        started = time.perf_counter()
+        writer.write(payload)
+        await writer.drain()
+        await reader.readexactly(RECORD_BYTES)
+        samples.append((time.perf_counter() - started) * 1000)
+    writer.close()
+    return samples
+
+
+def loopback_floor() -> Latencies:
+    """1 KiB ping-pong between this process and an echo server process (asyncio streams on both sides)."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "bench.latency", "--echo-server", str(port)], cwd=REPO_ROOT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("the echo server did not start") from None
+                time.sleep(0.05)
+        started = time.perf_counter()
+        samples = asyncio.run(_ping_pong(port, FLOOR_ROUND_TRIPS))
+        rate = FLOOR_ROUND_TRIPS / (time.perf_counter() - started)
+    finally:
+        server.terminate()
+        server.wait()
+    return Latencies("loopback asyncio ping-pong (floor)", 0, rate, samples[int(len(samples) * WARMUP_SHARE):])
+
+
+# --- the producer --------------------------------------------------------------------------------------
+
+def produce_at_rate(bootstrap: str, topic: str, rate: int, acks: str, seconds: float) -> Latencies:
+    """Produce `rate` records/s for `seconds`; the produce() → delivery callback latency of each record."""
+    from confluent_kafka import Producer
+
+    config = {"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 1, "enable.idempotence": acks == "all",
+              "queue.buffering.max.messages": 1_000_000}
+    producer = Producer(config)
+    value = os.urandom(RECORD_BYTES)
+    samples: list[float] = []
+    errors: list[object] = []
+    now = time.perf_counter
+
+    def delivered(produced_at: float, err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(err)
+        else:
+            samples.append((now() - produced_at) * 1000)
+
+    # one record first: metadata and connections are set up before the clock starts
+    producer.produce(topic, value, on_delivery=functools.partial(delivered, now()))
+    if producer.flush(30):
+        raise RuntimeError(f"{topic}: the first record was not delivered within 30 s")
+    samples.clear()
+    total = int(rate * seconds)
+    sent = 0
+    started = now()
+    while sent < total:
+        due = min(total, int((now() - started) * rate) + 1)
+        while sent < due:
+            try:
+                producer.produce(topic, value, on_delivery=functools.partial(delivered, now()))
+            except BufferError:
+                producer.poll(POLL_S)
+                continue
+            sent += 1
+        producer.poll(0)
+        wait = sent / rate - (now() - started)
+        if wait > 0:
+            producer.poll(min(wait, POLL_S))
+    elapsed = now() - started
+    if producer.flush(60):
+        raise RuntimeError(f"{topic}: records still undelivered 60 s after the last produce")
+    if errors:
+        raise RuntimeError(f"{topic}: {len(errors)} delivery errors, first {errors[0]}")
+    return Latencies("", rate, total / elapsed, samples[int(len(samples) * WARMUP_SHARE):])
+
+
+def create_topic(bootstrap: str, replication_factor: int, configs: dict[str, str]) -> str:
+    """A fresh topic of `PARTITIONS`, returned once every partition has a leader and a full ISR."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = f"latency-{time.time_ns()}"
+    admin.create_topics([NewTopic(topic, PARTITIONS, replication_factor, config=configs)])[topic].result(60)
+    deadline = time.monotonic() + 60
+    while True:
+        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        if len(partitions) == PARTITIONS and all(p.leader >= 0 and len(p.isrs) == replication_factor
+                                                 for p in partitions.values()):
+            return topic
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{topic} never got {PARTITIONS} partitions with leaders and full ISRs")
+        time.sleep(0.1)
+
+
+# --- topologies ----------------------------------------------------------------------------------------
+
+def _free_port_run(count: int) -> int:
+    """The first of `count` consecutive free ports."""
+    for _ in range(100):
+        base = free_port()
+        if base + count >= 65535:
+            continue
+        try:
+            with contextlib.ExitStack() as stack:
+                for port in range(base, base + count):
+                    sock = stack.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError(f"no {count} consecutive free ports")
+
+
+@contextlib.contextmanager
+def make_run_cluster() -> Iterator[str]:
+    """`scripts/run_local.py` (what `make run` starts) in a fresh var dir on free ports; yields the bootstrap."""
+    from confluent_kafka.admin import AdminClient
+
+    with tempfile.TemporaryDirectory(prefix="bench-latency-") as var:
+        broker_port = _free_port_run(3)
+        env = {**os.environ, "STROM_VAR_DIR": var, "STROM_HTTP_PORT": str(free_port()),
+               "STROM_REDIS_PORT": str(free_port()), "STROM_BROKER_PORT": str(broker_port),
+               "STROM_METRICS_PORT": str(_free_port_run(3))}
+        env.pop("DATABASE_URL", None)
+        env.pop("STROM_CLUSTER_SECRET", None)
+        manage = [sys.executable, "manage.py"]
+        subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], cwd=REPO_ROOT, env=env, check=True)
+        subprocess.run([*manage, "ensure_admin"], cwd=REPO_ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+        log = open(Path(var) / "run_local.log", "wb")  # noqa: SIM115  (closed below)
+        runner = subprocess.Popen([sys.executable, "scripts/run_local.py"], cwd=REPO_ROOT, env=env, stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+        bootstrap = ",".join(f"127.0.0.1:{broker_port + i}" for i in range(3))
+        try:
+            admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+            deadline = time.monotonic() + STARTUP_TIMEOUT_S
+            while True:
+                if runner.poll() is not None:
+                    raise RuntimeError(f"make run's processes exited: {Path(var, 'run_local.log').read_text()}")
+                with contextlib.suppress(Exception):
+                    if len(admin.list_topics(timeout=2).brokers) == 3:
+                        break
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the make-run cluster did not show 3 brokers")
+                time.sleep(0.2)
+            del admin
+            yield bootstrap
+        finally:
+            runner.send_signal(signal.SIGINT)
+            try:
+                runner.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(runner.pid, signal.SIGKILL)
+                runner.wait()
+            log.close()
+
+
+@contextlib.contextmanager
+def standalone() -> Iterator[str]:
+    with strom() as peer:
+        yield peer.bootstrap
+
+
+TOPOLOGIES = {"cluster": (make_run_cluster, 3, {"min.insync.replicas": "2"}),
+              "standalone": (standalone, 1, {})}
+
+
+def load_average() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--echo-server"]:
+        asyncio.run(_echo_server(int(sys.argv[2])))
+        return 0
+    seconds = float(os.environ.get("BENCH_LATENCY_SECONDS", "15"))
+    rates = [int(r) for r in os.environ.get("BENCH_LATENCY_RATES", "1000,10000,50000").split(",")]
+    acks_list = [a.strip() for a in os.environ.get("BENCH_LATENCY_ACKS", "1,all").split(",")]
+    topologies = [t.strip() for t in os.environ.get("BENCH_LATENCY_TOPOLOGIES", "cluster,standalone").split(",")]
+    unknown = [t for t in topologies if t not in TOPOLOGIES]
+    if unknown or any(a not in ("1", "all") for a in acks_list):
+        print(f"bench-latency: topologies from {list(TOPOLOGIES)}, acks from 1,all", file=sys.stderr)
+        return 2
+    print(f"load average before: {load_average()} ({os.cpu_count()} CPUs); {seconds:.0f} s per run, "
+          f"{RECORD_BYTES} B records, {PARTITIONS} partitions", flush=True)
+    floor = loopback_floor()
+    results = [floor]
+    print(f"  floor: p50 {floor.quantile(0.5):.3f} ms p99 {floor.quantile(0.99):.3f} ms", flush=True)
+    for name in topologies:
+        start, replication_factor, configs = TOPOLOGIES[name]
+        with start() as bootstrap:
+            for acks in acks_list:
+                for rate in rates:
+                    label = f"{name} RF{replication_factor} acks={acks}"
+                    try:
+                        run = produce_at_rate(bootstrap, create_topic(bootstrap, replication_factor, configs), rate,
+                                              acks, seconds)
+                    except Exception as exc:  # noqa: BLE001 - one failed run must not hide the others' figures
+                        print(f"  {label} {rate}/s failed: {exc}", flush=True)
+                        continue
+                    results.append(Latencies(label, rate, run.achieved_rate, run.samples_ms))
+                    print(f"  {label} {rate}/s: p50 {run.quantile(0.5):.2f} p99 {run.quantile(0.99):.2f} "
+                          f"p99.9 {run.quantile(0.999):.2f} max {run.max:.2f} ms", flush=True)
+    floor_p99 = floor.quantile(0.99)
+    print(f"\n{'run':<36} {'rate/s':>7} {'achieved':>9} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>9} "
+          f"{'max ms':>8} {'p99÷floor':>10}")
+    for r in results:
+        print(f"{r.label:<36} {r.rate or '-':>7} {r.achieved_rate:>9,.0f} {r.quantile(0.5):>8.3f} "
+              f"{r.quantile(0.99):>8.3f} {r.quantile(0.999):>9.3f} {r.max:>8.3f} "
+              f"{r.quantile(0.99) / floor_p99:>10.1f}")
+    print(f"\nload average after: {load_average()}; floor median {statistics.median(floor.samples_ms):.3f} ms. "
+          "Target (issue 18): cluster RF3 acks=all at 10000/s p99 <= 5 ms, p99.9 <= 20 ms.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

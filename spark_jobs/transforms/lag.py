@@ -162,8 +162,13 @@ def partition_report(held: DataFrame, period: Period, episodes: DataFrame | None
 def group_report(samples: DataFrame, partitions: DataFrame, period: Period) -> DataFrame:
     """One row per group: seconds in each Burrow group status (from `group_status`, one per evaluation
     round), its worst status in the period, and its partitions' totals from `partition_report`."""
-    rounds = (samples.select(*GROUP_KEYS, "ts", "group_status").where(F.col("group_status").isin(*GROUP_STATUSES))
-              .dropDuplicates([*GROUP_KEYS, "ts"]))  # every partition's sample of a round repeats it
+    # every partition's sample of a round repeats its group status (should two differ, the worse one counts);
+    # aggregated as the status's number, so the aggregation hashes (a string aggregate would sort every sample)
+    statuses = F.array(*(F.lit(status) for status in GROUP_STATUSES))
+    rounds = (samples.where(F.col("group_status").isin(*GROUP_STATUSES)).groupBy(*GROUP_KEYS, "ts")
+              .agg(F.max(F.array_position(statuses, F.col("group_status"))).alias("status_number"))
+              .select(*GROUP_KEYS, "ts",
+                      F.element_at(statuses, F.col("status_number").cast("int")).alias("group_status")))
     durations = (held_intervals(rounds, period, GROUP_KEYS).groupBy(KEY_HASH, *GROUP_KEYS)
                  .agg(*_held_ms_by_status("group_status", GROUP_STATUSES)))
     worst = F.lit(None).cast("string")

@@ -9,7 +9,7 @@
    total (10 each, over 50 topics of 100 partitions): 50.4M samples, generated with Spark into Parquet
    (the job's `--samples` input; a topic holding them would be ~10 GB) and then reported over the whole
    7 days (`python -m spark_jobs.lag_report --samples … --period-hours 168`, run in this process on
-   local[2]). Printed: generation and report seconds and samples per second.
+   local[2]). Printed: generation and report seconds, samples per second, and each step's seconds.
 
 Environment: BENCH_SPARK_RECORDS (1000000), BENCH_SPARK_PARTITIONS (8), BENCH_LAG_GROUPS (500),
 BENCH_LAG_PARTITIONS (5000), BENCH_LAG_DAYS (7), BENCH_LAG_INTERVAL_S (60), BENCH_SPARK_PHASES
@@ -18,6 +18,7 @@ BENCH_LAG_PARTITIONS (5000), BENCH_LAG_DAYS (7), BENCH_LAG_INTERVAL_S (60), BENC
 
 import contextlib
 import io
+import json
 import os
 import sys
 import tempfile
@@ -148,7 +149,8 @@ def lag_phase(spark, groups: int, partitions: int, days: int, interval_s: int) -
         generated = time.perf_counter() - started
         size_mb = sum(path.stat().st_size for path in samples_dir.rglob("*.parquet")) / 1e6
         started = time.perf_counter()
-        with contextlib.redirect_stdout(io.StringIO()):  # the job's progress lines
+        steps = StepClock()
+        with contextlib.redirect_stdout(steps):  # the job's progress lines
             status = lag_report.main(["--samples", str(samples_dir), "--end", end.isoformat(), "--period-hours",
                                       str(days * 24), "--output", str(Path(work) / "reports")])
         seconds = time.perf_counter() - started
@@ -157,6 +159,27 @@ def lag_phase(spark, groups: int, partitions: int, days: int, interval_s: int) -
         print(f"\nlag report: {groups} groups x {partitions} partitions, {days} days at {interval_s} s: "
               f"{count:,} samples ({size_mb:.0f} MB Parquet, generated in {generated:.0f} s)")
         print(f"report on local[2]: {seconds:.1f} s, {count / seconds:,.0f} samples/s")
+        print("steps (s): " + ", ".join(f"{step} {step_s:.1f}" for step, step_s in steps.seconds().items()))
+
+
+class StepClock(io.TextIOBase):
+    """Takes a job's progress lines (stdout) and times its steps: each step ends at its last event."""
+
+    def __init__(self):
+        self.started = time.perf_counter()
+        self.ends: dict[str, float] = {}
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            if line.startswith("{") and (event := json.loads(line)).get("event") == "progress":
+                self.ends[event["step"]] = time.perf_counter() - self.started
+        return len(text)
+
+    def seconds(self) -> dict[str, float]:
+        previous, durations = 0.0, {}
+        for step, end in self.ends.items():
+            durations[step], previous = end - previous, end
+        return durations
 
 
 def main() -> None:

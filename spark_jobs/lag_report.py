@@ -10,6 +10,7 @@ archive. Tables (see `spark_jobs.transforms.lag`): `partitions`, `groups`, `brea
 """
 
 import argparse
+import contextlib
 import os
 import sys
 from datetime import UTC, datetime, timedelta
@@ -31,6 +32,9 @@ from spark_jobs.transforms.lag import (
 LAG_SAMPLES_TOPIC = "__strom_lag_samples"
 DEFAULT_MAX_GAP_S = 300.0
 STEPS = ["samples", "partitions", "groups", "breaches", "worst_partitions"]
+REPORTED_FIELDS = ("ts", *PARTITION_KEYS, "lag", "lag_seconds", "status", "group_status", "threshold_breached")
+"""The sample fields the report uses (the offsets are not cached, shuffled or sorted)."""
+ADAPTIVE = "spark.sql.adaptive.enabled"
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -79,16 +83,38 @@ def load_samples(spark, period: Period, files: Path | None = None, bootstrap_ser
 
 
 def build(run: ReportRun, args: argparse.Namespace, period: Period) -> None:
+    with adaptive_execution_off(run.spark):
+        _build(run, args, period)
+
+
+@contextlib.contextmanager
+def adaptive_execution_off(spark):
+    """Spark's adaptive query execution off in the block (restored after). Under it, a cached DataFrame's
+    partitioning is unknown to the queries reading it, so each aggregation of the cached held intervals would
+    shuffle and sort all the samples again; without it they are shuffled and sorted once, by key."""
+    previous = spark.conf.get(ADAPTIVE, None)
+    spark.conf.set(ADAPTIVE, "false")
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(ADAPTIVE)
+        else:
+            spark.conf.set(ADAPTIVE, previous)
+
+
+def _build(run: ReportRun, args: argparse.Namespace, period: Period) -> None:
     from pyspark import StorageLevel
 
     samples = load_samples(run.spark, period, args.samples, args.bootstrap_servers, args.topic)
-    samples = samples.persist(StorageLevel.MEMORY_AND_DISK)
+    samples = samples.select(*REPORTED_FIELDS).persist(StorageLevel.MEMORY_AND_DISK)
     run.step("samples", samples.count)
     held = held_intervals(samples, period, PARTITION_KEYS).persist(StorageLevel.MEMORY_AND_DISK)
-    partitions = partition_report(held, period).persist(StorageLevel.MEMORY_AND_DISK)
+    episodes = breach_episodes(held, period).persist(StorageLevel.MEMORY_AND_DISK)
+    partitions = partition_report(held, period, episodes).persist(StorageLevel.MEMORY_AND_DISK)
     run.write("partitions", partitions)
     run.write("groups", group_report(samples, partitions, period))
-    run.write("breaches", breach_episodes(held, period))
+    run.write("breaches", episodes)
     run.write("worst_partitions", worst_partitions(partitions, args.worst))
 
 

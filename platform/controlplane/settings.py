@@ -25,6 +25,8 @@ STROM_BOOTSTRAP_SERVERS Kafka bootstrap list (host:port,…) the control plane u
 STROM_REPORTS_DIR  where report runs write their Parquet, CSV and inputs (default STROM_VAR_DIR/reports)
 STROM_REPORTS_QUEUE the Celery queue of report runs (default "reports"; one worker with -c 1 consumes it)
 STROM_REPORT_TIME_LIMIT_S a report run is stopped (its Spark job killed) after this long (default 7200)
+STROM_REPORT_HEARTBEAT_TIMEOUT_S a running report run without a heartbeat from its runner for this long is failed
+                   and its Spark job killed (default 120 s)
 STROM_SPARK_MASTER Spark master the report jobs run on (default local[*]; e.g. spark://host:7077)
 """
 
@@ -246,6 +248,9 @@ if PRODUCTION:
 # a run is stopped, its Spark job's process group killed, after STROM_REPORT_TIME_LIMIT_S.
 STROM_REPORTS_DIR = Path(os.environ.get("STROM_REPORTS_DIR", VAR_DIR / "reports"))
 STROM_REPORT_TIME_LIMIT_S = int(os.environ.get("STROM_REPORT_TIME_LIMIT_S", "7200"))
+# A running run whose runner has not written a heartbeat for this long (or whose runner process is gone) is failed
+# by the reaper (beat, every minute), its Spark job's process group killed.
+STROM_REPORT_HEARTBEAT_TIMEOUT_S = int(os.environ.get("STROM_REPORT_HEARTBEAT_TIMEOUT_S", "120"))
 STROM_SPARK_MASTER = os.environ.get("STROM_SPARK_MASTER", "local[*]")
 
 # How long health snapshots are kept (days).

@@ -37,7 +37,9 @@ def new_run_id(report: str) -> str:
 
 class ReportRun(models.Model):
     """One run. Invariants: `started_at` is set once the job process starts (status running or later);
-    `finished_at` once it reached a final status; `fraction` in [0, 1] never decreases while running."""
+    `finished_at` once it reached a final status; `fraction` in [0, 1] never decreases while running; a running
+    run names its runner (`runner_host`, `runner_pid`) and, once started, its job's process group (`job_pid`),
+    and its `heartbeat_at` is at most `runner.HEARTBEAT_INTERVAL_S` old while that runner lives."""
 
     report = models.CharField(max_length=20, choices=Report.choices)
     run_id = models.CharField(max_length=100, unique=True, help_text="the job's --run-id (names its output dirs)")
@@ -51,6 +53,11 @@ class ReportRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     celery_task_id = models.CharField(max_length=64, blank=True)
     cancel_requested = models.BooleanField(default=False, help_text="the runner stops the job at its next check")
+    # Who runs it, for the orphan reaper (reaper.py).
+    runner_host = models.CharField(max_length=255, blank=True, help_text="host name of the runner's Celery worker")
+    runner_pid = models.IntegerField(null=True, blank=True, help_text="pid of the process running the runner")
+    job_pid = models.IntegerField(null=True, blank=True, help_text="the job's pid = its process group id")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="the runner's last sign of life")
     # Progress, as the job's JSON lines report it (spark_jobs.progress).
     step = models.CharField(max_length=50, blank=True)
     step_index = models.IntegerField(default=0)

@@ -7,6 +7,10 @@ workers — started in a new session, so stopping a run is one `killpg` (SIGTERM
 `KILL_GRACE_S`). The job prints one JSON object per stdout line (`spark_jobs.progress`); Spark's log (stderr)
 goes to `<reports dir>/logs/<run id>.log`. Exit status 0 = succeeded; anything else = failed, with the job's
 `failed` event (one line) as the error, else the log's last line.
+
+While the job runs, the row names its runner (host and pid) and job (`job_pid`, its process group) and the runner
+writes a heartbeat every `HEARTBEAT_INTERVAL_S`: a runner that dies without finishing the run (its Celery worker
+SIGKILLed, the machine rebooted) is found by `reaper.reap_orphaned_runs`, which fails the run and stops the job.
 """
 
 import json
@@ -14,6 +18,7 @@ import logging
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -26,6 +31,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from .models import Report, ReportRun, RunStatus
+from .processes import RUN_ID_ENV
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +40,9 @@ CHECK_INTERVAL_S = 1.0
 """How often the runner looks for a cancel request and the time limit while the job is quiet (s)."""
 KILL_GRACE_S = 10.0
 """Between SIGTERM and SIGKILL to the job's process group (s)."""
+HEARTBEAT_INTERVAL_S = 10.0
+"""How often the runner writes `heartbeat_at` while the job runs (s); far below the reaper's
+`STROM_REPORT_HEARTBEAT_TIMEOUT_S`."""
 PROGRESS_FIELDS = ("step", "step_index", "steps", "stages_done", "stages_total", "tasks_done", "tasks_total")
 
 
@@ -68,7 +77,8 @@ class ReportRunner:
     def execute(self) -> ReportRun:
         run = self.run
         started = ReportRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
-            status=RunStatus.RUNNING, started_at=timezone.now())
+            status=RunStatus.RUNNING, started_at=timezone.now(), heartbeat_at=timezone.now(),
+            runner_host=socket.gethostname(), runner_pid=os.getpid())
         if not started:  # cancelled while queued (or a duplicate delivery of the task)
             run.refresh_from_db()
             return run
@@ -78,9 +88,11 @@ class ReportRunner:
         run.log_path = str(log_path)
         run.save(update_fields=["log_path"])
         with open(log_path, "wb") as stderr:
-            process = subprocess.Popen(self.command.argv, env=self.command.env, cwd=settings.BASE_DIR,
-                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
-                                       start_new_session=True)
+            process = subprocess.Popen(self.command.argv, env={**self.command.env, RUN_ID_ENV: run.run_id},
+                                       cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=stderr, start_new_session=True)
+            run.job_pid = process.pid
+            run.save(update_fields=["job_pid"])
             try:
                 outcome = self._follow(process)
             except BaseException as stopped:  # e.g. Celery's soft time limit, the worker's warm shutdown
@@ -98,6 +110,7 @@ class ReportRunner:
         threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True).start()
         deadline = time.monotonic() + self.time_limit_s
         next_check = time.monotonic() + CHECK_INTERVAL_S
+        next_heartbeat = time.monotonic() + HEARTBEAT_INTERVAL_S
         while True:
             try:
                 line = lines.get(timeout=CHECK_INTERVAL_S)
@@ -107,6 +120,9 @@ class ReportRunner:
                 return None
             if line:
                 self._apply(line)
+            if time.monotonic() >= next_heartbeat:
+                next_heartbeat = time.monotonic() + HEARTBEAT_INTERVAL_S
+                ReportRun.objects.filter(pk=self.run.pk).update(heartbeat_at=timezone.now())
             if time.monotonic() >= next_check:
                 next_check = time.monotonic() + CHECK_INTERVAL_S
                 if ReportRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():

@@ -1,6 +1,7 @@
 """The reports' entries in django-celery-beat's database schedule: one crontab periodic task per report
 (lag hourly at minute 5, retention daily at 02:15 UTC by default), editable in the console and the REST API.
-Beat runs `controlplane.reports.scheduled_report`, which queues a run like "Run now" does."""
+Beat runs `controlplane.reports.scheduled_report`, which queues a run like "Run now" does; and, every minute, the
+reaper of runs whose runner died (`reaper.py`)."""
 
 import json
 
@@ -12,6 +13,9 @@ from .models import Report
 TASK = "controlplane.reports.scheduled_report"
 TASK_NAMES = {Report.LAG: "Lag report", Report.RETENTION: "Retention report"}
 DEFAULT_CRONTABS = {Report.LAG: "5 * * * *", Report.RETENTION: "15 2 * * *"}
+REAPER_TASK_NAME = "Fail orphaned report runs"
+REAPER_TASK = "controlplane.reports.reap_orphaned_runs"
+REAPER_EVERY_S = 60
 CRONTAB_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 
 

@@ -7,22 +7,46 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
+from kombu.exceptions import OperationalError
+from kombu.utils.url import maybe_sanitize_url
 
 from . import schedule
 from .inputs import check_parameters
 from .models import ReportRun, RunStatus, Trigger, new_run_id
 
 
-def start_run(report: str, parameters: dict, trigger: str = Trigger.MANUAL, user=None) -> ReportRun:
-    """Queue a run (parameters checked: ParameterError); the Celery task is sent once the row is committed."""
-    from .tasks import run_report
+class QueueUnavailable(Exception):
+    """The run could not be queued: Celery's broker (Redis) refused or is unreachable. The run is recorded
+    failed with the reason (`run.error`, also this exception's message)."""
 
+    def __init__(self, run: ReportRun):
+        super().__init__(run.error)
+        self.run = run
+
+
+def start_run(report: str, parameters: dict, trigger: str = Trigger.MANUAL, user=None) -> ReportRun:
+    """Queue a run (parameters checked: ParameterError); the Celery task is sent once the row is committed —
+    at once outside a transaction, where a broker that cannot take it raises QueueUnavailable (inside one, the
+    run is only recorded failed)."""
     run = ReportRun.objects.create(report=report, run_id=new_run_id(report), trigger=trigger, requested_by=user,
                                    parameters=check_parameters(report, parameters),
                                    celery_task_id=str(uuid.uuid4()))
-    transaction.on_commit(lambda: run_report.apply_async(args=[run.pk], task_id=run.celery_task_id,
-                                                         queue=settings.STROM_REPORTS_QUEUE))
+    transaction.on_commit(lambda: _send(run))
+    if run.status == RunStatus.FAILED:
+        raise QueueUnavailable(run)
     return run
+
+
+def _send(run: ReportRun) -> None:
+    """Send the run's task to the reports queue; if the broker cannot take it, record the run failed."""
+    from .tasks import run_report
+
+    try:
+        run_report.apply_async(args=[run.pk], task_id=run.celery_task_id, queue=settings.STROM_REPORTS_QUEUE)
+    except OperationalError as error:  # kombu's wrapper of the transport's connection errors
+        broker = maybe_sanitize_url(settings.CELERY_BROKER_URL)
+        fail_run(run, f"not queued: Celery's broker at {broker} is unreachable ({error}); start Redis and run "
+                      "the report again")
 
 
 class NotCancellable(ValueError):

@@ -125,6 +125,9 @@ class RunNowView(ActionView):
         except ParameterError as error:
             messages.error(request, f"Not started: {error}")
             return redirect("console:reports")
+        except services.QueueUnavailable as unavailable:
+            messages.error(request, f"Run {unavailable.run.run_id} {unavailable}")
+            return redirect("console:report-run", pk=unavailable.run.pk)
         messages.success(request, f"Queued {run.get_report_display().lower()} run {run.run_id}.")
         return redirect("console:report-run", pk=run.pk)
 

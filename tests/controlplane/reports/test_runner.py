@@ -2,6 +2,7 @@
 run row, the outcome and error recorded, cancel and the time limit stopping the job's whole process group."""
 
 import os
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from controlplane.reports import services
 from controlplane.reports.models import Report, ReportRun, RunStatus, new_run_id
+from controlplane.reports.processes import alive
 from controlplane.reports.runner import JobCommand, ReportRunner
 from tests.support.polling import wait_until
 
@@ -29,14 +31,6 @@ def run_fake(behaviour: str, reports_dir: Path, time_limit_s: float = 60, *extra
     return ReportRunner(run, command, time_limit_s).execute()
 
 
-def alive(pid: int) -> bool:
-    """Running (a killed process whose parent died before reaping it stays a zombie until init reaps it)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.django_db
 def test_a_successful_run_records_progress_rows_warnings_and_report_date(reports_dir):
     run = run_fake("succeed", reports_dir)
@@ -49,7 +43,8 @@ def test_a_successful_run_records_progress_rows_warnings_and_report_date(reports
     assert run.rows == {"partitions": 7, "groups": 2} and run.total_rows == 9
     assert run.warnings == ["no lag samples in the period"]
     assert str(run.report_date) == "2026-11-23"
-    assert run.started_at <= run.finished_at
+    assert run.started_at <= run.heartbeat_at <= run.finished_at
+    assert (run.runner_host, run.runner_pid) == (socket.gethostname(), os.getpid()) and run.job_pid > 0
     assert "Running Spark version" in Path(run.log_path).read_text()
 
 

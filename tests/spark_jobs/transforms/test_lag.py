@@ -1,5 +1,6 @@
 """Lag report transforms on generated samples with known answers (a local Spark session)."""
 
+import random
 from datetime import UTC, datetime
 
 import pytest
@@ -60,13 +61,24 @@ def test_a_group_lagging_for_exactly_30_minutes_shows_30_minutes_in_warn_and_err
     assert (row.breaches, row.breach_seconds, row.longest_breach_seconds) == (1, 1800, 1800)
     assert row.samples == 120 and row.last_status == "OK" and row.last_lag == 0
     assert row.lag_max == 3000 and row.lag_seconds_max == 900.0
-    # nearest rank below (percentile_approx): 90 of 120 samples have lag 0; the 95th percentile is rank 114
+    # nearest rank (the ceil(p·n)-th value): 90 of 120 samples have lag 0; the 95th percentile is rank 114
     lags = sorted(r["lag"] for r in lagging_30_minutes())
     assert row.lag_p50 == lags[59] == 0 and row.lag_p95 == lags[113]
     group = group_report(frame(lagging_30_minutes()), report(frame(lagging_30_minutes())),
                          PERIOD).collect()[0]
     assert (group.seconds_warn, group.seconds_err, group.worst_status) == (600, 1200, "ERR")
     assert (group.partitions, group.topics, group.breaches) == (1, 1, 1)
+
+
+def test_percentiles_are_exact_nearest_ranks_beyond_10000_samples_and_null_without_samples(frame):
+    lags = random.Random(16).sample(range(20_002), 10_001)  # distinct, shuffled; one sample every 0.7 s
+    rows = [{**sample(0, lag=lag, lag_seconds=lag / 10), "ts": T10 + i * 700} for i, lag in enumerate(lags)]
+    rows.append(sample(-3, partition=1, lag=5))  # 09:57: holds 10:00-10:02 (the max gap), taken before the period
+    rows = {r.partition: r for r in report(frame(rows)).collect()}
+    ranked = sorted(lags)
+    assert (rows[0].samples, rows[0].lag_p50, rows[0].lag_p95) == (10_001, ranked[5000], ranked[9500])
+    assert rows[0].lag_seconds_p95 == ranked[9500] / 10
+    assert (rows[1].samples, rows[1].lag_p50, rows[1].lag_seconds_p95, rows[1].seconds_ok) == (0, None, None, 120)
 
 
 def test_breach_episodes_and_ongoing_breaches(frame):

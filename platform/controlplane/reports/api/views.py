@@ -13,9 +13,12 @@ from ..inputs import ParameterError
 from ..models import Report, ReportRun, RunStatus
 from .serializers import ReportRunSerializer, RunRequestSerializer, ScheduleSerializer
 
+ERROR_NAMES = {status.HTTP_400_BAD_REQUEST: "INVALID_REQUEST", status.HTTP_409_CONFLICT: "CONFLICT",
+               status.HTTP_503_SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE"}
 
-def _error(message: str, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
-    return Response({"error": "INVALID_REQUEST" if code == 400 else "CONFLICT", "message": message}, status=code)
+
+def _error(message: str, code: int = status.HTTP_400_BAD_REQUEST, **extra) -> Response:
+    return Response({"error": ERROR_NAMES[code], "message": message, **extra}, status=code)
 
 
 @extend_schema_view(
@@ -38,7 +41,9 @@ class ReportRunViewSet(ActionViewMixin, mixins.ListModelMixin, mixins.RetrieveMo
         return f"report:{self.request_body().get('report', '')}"
 
     @extend_schema(summary="Run a report now", request=RunRequestSerializer,
-                   responses={202: ReportRunSerializer, 400: OpenApiResponse(description="bad report or parameter")})
+                   responses={202: ReportRunSerializer, 400: OpenApiResponse(description="bad report or parameter"),
+                              503: OpenApiResponse(description="not queued: Celery's broker (Redis) is unreachable; "
+                                                               "the run is recorded failed (`run`)")})
     def create(self, request):
         body = RunRequestSerializer(data=request.data)
         if not body.is_valid():
@@ -50,6 +55,9 @@ class ReportRunViewSet(ActionViewMixin, mixins.ListModelMixin, mixins.RetrieveMo
                 change.after = {"run_id": run.run_id, "parameters": run.parameters}
         except ParameterError as error:
             return _error(str(error))
+        except services.QueueUnavailable as unavailable:
+            return _error(f"run {unavailable.run.run_id} {unavailable}", status.HTTP_503_SERVICE_UNAVAILABLE,
+                          run=self.get_serializer(unavailable.run).data)
         return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(summary="Cancel a queued or running run (its Spark job is stopped within seconds)", request=None,

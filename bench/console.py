@@ -148,24 +148,35 @@ def bench_message_browser(data_dir: Path) -> None:
         print(f"\nMessage browser: wrote {per_partition * TOPIC_PARTITIONS:,} records of {VALUE_BYTES} B in "
               f"{TOPIC_PARTITIONS} partition(s), batches of {bulk.batch_records:,}, in "
               f"{time.perf_counter() - started:.1f} s; {_disk_bytes(broker.log_dir) / 2**30:.2f} GiB on disk")
-        cases = [
-            ("offset 0", dict(start=Start("offset", 0))),
-            ("offset middle", dict(start=Start("offset", per_partition // 2))),
-            ("offset end − 50", dict(start=Start("offset", per_partition - 50))),
-            ("latest, newest first", dict(start=Start("latest"), newest_first=True)),
-            ("time in the middle", dict(start=Start("timestamp", bulk.timestamp(per_partition // 2)))),
+        def from_offset(first: int, step: int = 1) -> list[tuple[int, int]]:
+            """The first page's (partition, offset)s, forward (step 1) or newest-first (-1): the partitions share
+            timestamps, so a page takes each offset from every partition in turn (newest-first: the last partition
+            first)."""
+            partitions = range(TOPIC_PARTITIONS)[::step]
+            return [(p, first + step * i) for i in range(50) for p in partitions][:50]
+
+        middle = per_partition // 2
+        cases = [  # (label, browse arguments, the page's (partition, offset)s)
+            ("offset 0", dict(start=Start("offset", 0)), from_offset(0)),
+            ("offset middle", dict(start=Start("offset", middle)), from_offset(middle)),
+            ("offset end − 50", dict(start=Start("offset", per_partition - 50)), from_offset(per_partition - 50)),
+            ("latest, newest first", dict(start=Start("latest"), newest_first=True),
+             from_offset(per_partition - 1, -1)),
+            ("time in the middle", dict(start=Start("timestamp", bulk.timestamp(middle))), from_offset(middle)),
             ("filter scanning 20,000 records", dict(start=Start("offset", per_partition // 3),
-                                                    match=Filter(key_contains="no such key"))),
+                                                    match=Filter(key_contains="no such key")), []),
         ]
         browse("big", limit=50)  # warm: the broker loads each request type's codec on first use (~1 s once)
         print(f"{'first page (50 records)':34} {'p50 ms':>8} {'max ms':>8} {'scanned':>8}")
-        for label, kwargs in cases:
+        for label, kwargs, expected in cases:
             times = []
             for _ in range(max(RUNS // 4, 3)):
                 started = time.perf_counter()
                 page = browse("big", limit=50, **kwargs)
                 times.append(time.perf_counter() - started)
-            assert kwargs.get("match") or len(page.messages) == 50, (label, len(page.messages))
+            assert [(m.partition, m.offset) for m in page.messages] == expected, label
+            assert all((m.key, m.value, m.timestamp_ms) == (bulk.key(m.offset), bulk.value(m.offset),
+                                                            bulk.timestamp(m.offset)) for m in page.messages), label
             print(f"{label:34} {statistics.median(times) * 1000:8.0f} {max(times) * 1000:8.0f} {page.scanned:8d}")
 
 

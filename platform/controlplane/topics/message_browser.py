@@ -188,6 +188,10 @@ class _Reader:
                     position[p] = ranges[p][1]  # past the range (offsets up to `end` were compacted away)
                 if position[p] >= ranges[p][1] or (wanted is not None and matched[p] >= wanted):
                     pending.discard(p)
+                    # drops what librdkafka prefetched for it (up to a whole batch: ~1 MiB) instead of
+                    # passing those records through consume() only to skip them
+                    self.consumer.pause([KafkaTopicPartition(self.topic, p)])
+        self.consumer.resume([KafkaTopicPartition(self.topic, p) for p in position])  # a pause outlives unassign
         self.consumer.unassign()
         return records, {p: position.get(p, start) for p, (start, _) in ranges.items()}, len(records)
 

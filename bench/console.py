@@ -41,6 +41,7 @@ def populate(topics: int, first: int = 0) -> None:
     from django.utils import timezone
 
     from controlplane.cluster.models import Broker, BrokerState
+    from controlplane.metrics.ingest import refresh_topic_totals
     from controlplane.metrics.models import PartitionReplicaSize, TopicReplicaSize
     from controlplane.topics.models import Partition, Topic
 
@@ -67,6 +68,9 @@ def populate(topics: int, first: int = 0) -> None:
     Partition.objects.bulk_create(partitions, batch_size=5000)
     TopicReplicaSize.objects.bulk_create(sizes, batch_size=5000)
     PartitionReplicaSize.objects.bulk_create(offsets, batch_size=5000)
+    names = [topic.name for topic in created]
+    for start in range(0, len(names), 2000):  # as `consume_metrics` does after writing replica sizes
+        refresh_topic_totals(names[start:start + 2000])
 
 
 def time_requests(client, urls: list[str]) -> dict[str, tuple[float, float, int]]:

@@ -10,7 +10,7 @@ it (adding API-token authentication, the role check and auditing).
     GET    /v3/kafka/<cluster>/consumer[/<group>[/status|/lag]]
     DELETE /v3/kafka/<cluster>/consumer/<group>[/topic/<t>]
     GET    /v3/config[/<kind>[/<name>]], /v3/admin/loglevel
-    GET    /strom/v1/status, /strom/v1/groups, /strom/v1/groups/<group>
+    GET    /strom/v1/status, /strom/v1/groups, /strom/v1/groups/<group>, /strom/v1/topics/<topic>/groups
 
 Metrics are rendered once per evaluation round and family selection (the series only change per round),
 so a scrape of 20,000 partitions costs a copy, not a render; the monitor's `process_*` metrics are
@@ -194,6 +194,9 @@ class MonitorApi:
                                                                   f"the lag monitor (no committed offsets seen)"})
                 return _json(200, strom_api.group_detail(result, monitor.partition_inputs(group),
                                                          incidents.get(group)))
+            case ["topics", topic, "groups"]:
+                return _json(200, strom_api.topic_groups(config.cluster, topic, monitor.results().values(),
+                                                         incidents, monitor.stats()))
         return UNKNOWN_ROUTE
 
     #

@@ -74,6 +74,30 @@ def group_list(cluster: str, results: Iterable[GroupResult], incidents: Mapping[
             "groups": [group_summary(r, incidents.get(r.group)) for r in sorted(results, key=lambda r: r.group)]}
 
 
+def topic_groups(cluster: str, topic: str, results: Iterable[GroupResult], incidents: Mapping[str, Incident],
+                 stats: MonitorStats) -> dict:
+    """The groups with committed offsets or owners on `topic`, by name, each with its lag on that topic only:
+    `lag` (records, summed over the topic's partitions with a commit; null when none has one), `lag_seconds`
+    (the largest of the topic's partitions, null if unknown), `topic_status` (the worst partition status on the
+    topic), `committed_partitions` (how many of the topic's partitions the group committed to), beside the
+    group's own Burrow and alert status."""
+    groups = []
+    for result in sorted(results, key=lambda r: r.group):
+        on_topic = [p for p in result.partitions if p.topic == topic]
+        if not on_topic:
+            continue
+        lags = [p.lag for p in on_topic if p.lag is not None]
+        seconds = [p.lag_seconds for p in on_topic if p.lag_seconds is not None]
+        groups.append({"group": result.group, "status": result.status.name,
+                       "alert_status": alert_status(result).name,
+                       "topic_status": max(p.status for p in on_topic).name, "committed_partitions": len(lags),
+                       "lag": sum(lags) if lags else None, "lag_seconds": max(seconds) if seconds else None,
+                       "threshold_breached": any(p.threshold_breached for p in on_topic),
+                       "incident": incident_json(incidents.get(result.group))})
+    return {"cluster": cluster, "topic": topic, "evaluated_at": iso_ms(stats.evaluated_at_seconds * 1000),
+            "groups": groups}
+
+
 def monitor_status(cluster: str, ready: bool, stats: MonitorStats, evaluation_interval_ms: int) -> dict:
     """The monitor's health: whether it has evaluated since start, the latest round and the collector's
     backlog on `__consumer_offsets` (records)."""

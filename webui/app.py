@@ -2,10 +2,12 @@
 and session bar, refreshed by one dcc.Interval whose ticks update only the pages' figures.
 
 The shell knows nothing about individual pages: the dashboard's sub-navigation comes from Dash's page
-registry. The viewer's time zone is read in the browser (a clientside callback) so charts show local time.
+registry. The viewer's time zone is read in the browser (a clientside callback) so charts show local time; it is
+kept in a cookie (`ids.TIMEZONE_COOKIE`), so a layout built on the server knows it on the next visit.
 `use_async=False`: callbacks call the control plane's synchronous ORM through the injected data source.
-`eager_loading`: plotly.js and the other async components load with the page under fingerprinted URLs, so a
-browser caches them for good instead of fetching and parsing plotly.js again on every visit.
+`eager_loading`: plotly.js and the async components the pages use load with the page under fingerprinted URLs,
+so a browser caches them for good instead of fetching and parsing plotly.js again on every visit; `scripts`
+keeps that set small and compressed.
 """
 
 from dataclasses import dataclass, field
@@ -16,8 +18,9 @@ import dash
 import flask
 from dash import ALL, Dash, Input, Output, State, dcc, html
 
-from . import ids
+from . import ids, scripts
 from .actions import DashboardActions
+from .components import viewer_zone
 from .data import DashboardDataSource
 from .source import inject
 
@@ -61,7 +64,7 @@ def _layout(shell: Shell, refresh_ms: int) -> html.Div:
     return html.Div([
         _header(shell),
         html.Main(className="content", children=[subnav, dash.page_container]),
-        dcc.Store(id=ids.TIMEZONE),
+        dcc.Store(id=ids.TIMEZONE, data=viewer_zone()),
         dcc.Interval(id=ids.INTERVAL, interval=refresh_ms, n_intervals=0),
     ])
 
@@ -77,10 +80,13 @@ def create_app(data_source: DashboardDataSource, actions: DashboardActions, *,
                requests_pathname_prefix=requests_pathname_prefix, routes_pathname_prefix="/", use_async=False,
                title="Strom dashboard", update_title=None, external_stylesheets=list(shell.stylesheets),
                suppress_callback_exceptions=True, eager_loading=True)
+    scripts.load_lean(app)
     app.layout = partial(_layout, shell, refresh_ms)
-    app.clientside_callback(  # once: a page change must not re-run every callback that reads the zone
-        "function(_, zone) { return zone ? window.dash_clientside.no_update"
-        " : (Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'); }",
+    app.clientside_callback(  # a page change must not re-run every callback that reads the zone: only a new zone
+        "function(_, zone) { var here = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';"
+        " if (zone === here) { return window.dash_clientside.no_update; }"
+        f" document.cookie = '{ids.TIMEZONE_COOKIE}=' + here + '; path=/; max-age=31536000; SameSite=Lax';"
+        " return here; }",
         Output(ids.TIMEZONE, "data"), Input(ids.PAGES_LOCATION, "pathname"), State(ids.TIMEZONE, "data"))
     app.clientside_callback(
         "function(path, hrefs) { return hrefs.map(h => h === path ? 'current' : ''); }",

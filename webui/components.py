@@ -2,12 +2,20 @@
 
 from datetime import UTC, datetime, timedelta
 
+import flask
 from dash import dcc, html
+
+from . import ids
 
 GRAPH_CONFIG = {"displaylogo": False, "responsive": True}
 RANGES = {"1h": ("1 h", timedelta(hours=1)), "24h": ("24 h", timedelta(hours=24)),
           "7d": ("7 d", timedelta(days=7)), "custom": ("custom", None)}
 DEFAULT_RANGE = "1h"
+
+
+def viewer_zone() -> str | None:
+    """The viewer's zone name from the request's cookie (None: not known yet, e.g. on a first visit)."""
+    return flask.request.cookies.get(ids.TIMEZONE_COOKIE) if flask.has_request_context() else None
 
 
 def graph(component_id: str, figure: dict | None = None) -> html.Div:

@@ -24,9 +24,14 @@ def zone(name: str | None) -> tuple[ZoneInfo, str]:
         return ZoneInfo("UTC"), "UTC"
 
 
-def local_times(times: list[datetime], tz: ZoneInfo) -> list[str]:
-    """Wall-clock times in `tz` as ISO strings without offset (plotly shows them as they are)."""
-    return [t.astimezone(tz).strftime("%Y-%m-%dT%H:%M:%S") for t in times]
+def local_times(times: list[datetime], tz: ZoneInfo, formatted: dict[datetime, str] | None = None) -> list[str]:
+    """Wall-clock times in `tz` as ISO strings without offset (plotly shows them as they are). `formatted`
+    memoizes across calls: a chart's series share their steps, and formatting dominates building the figure."""
+    formatted = {} if formatted is None else formatted
+    for t in times:
+        if t not in formatted:
+            formatted[t] = t.astimezone(tz).strftime("%Y-%m-%dT%H:%M:%S")
+    return [formatted[t] for t in times]
 
 
 def _layout(title: str, x_title: str, y_title: str, height: int = 340, **extra) -> dict:
@@ -56,7 +61,8 @@ def time_series_figure(title: str, unit: str, series: list[Series], tz_name: str
         return empty_figure(title, empty_reason, height)
     tz, label = zone(tz_name)
     mode = "lines" if max(len(s.values) for s in series) > 20 else "lines+markers"
-    data = [{"type": "scatter", "mode": mode, "name": s.name, "x": local_times(s.times, tz),
+    formatted: dict[datetime, str] = {}
+    data = [{"type": "scatter", "mode": mode, "name": s.name, "x": local_times(s.times, tz, formatted),
              "y": [None if v is None else round(v, 3) for v in s.values], "line": {"width": 1.6},
              **({"stackgroup": "one"} if stacked else {})} for s in series]
     return {"data": data, "layout": _layout(title, f"time ({label})", unit, height)}

@@ -3,6 +3,9 @@
 # shell
 INTERVAL = "shell-interval"
 TIMEZONE = "shell-timezone"
+TIMEZONE_COOKIE = "strom_tz"
+"""The viewer's IANA zone, written by the browser (the shell; the console's pages) so that a layout built on the
+server can already show local times."""
 PAGES_LOCATION = "_pages_location"  # Dash pages' own dcc.Location
 
 

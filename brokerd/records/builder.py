@@ -48,11 +48,18 @@ def build_batch(records: Sequence[tuple[bytes | None, bytes | None]], timestamp_
     base = stamps[0]
     body = b"".join(encode_record(delta, key, value, stamp - base)
                     for delta, ((key, value), stamp) in enumerate(zip(records, stamps, strict=True)))
+    return seal_batch(body, len(records), base, max(stamps), codec)
+
+
+def seal_batch(section: bytes, record_count: int, base_timestamp_ms: int, max_timestamp_ms: int,
+               codec: int = NO_COMPRESSION) -> bytes:
+    """A v2 batch around an encoded records section (`encode_record`s with offset deltas 0..record_count-1 and
+    timestamp deltas from `base_timestamp_ms`): the header and CRC, the section compressed with `codec`."""
     if codec != NO_COMPRESSION:
-        body = compress(codec, body)
-    batch = bytearray(HEADER_SIZE + len(body))
-    HEADER.pack_into(batch, 0, 0, len(batch) - LOG_OVERHEAD, -1, MAGIC, 0, codec, len(records) - 1, base,
-                     max(stamps), -1, -1, -1, len(records))
-    batch[HEADER_SIZE:] = body
+        section = compress(codec, section)
+    batch = bytearray(HEADER_SIZE + len(section))
+    HEADER.pack_into(batch, 0, 0, len(batch) - LOG_OVERHEAD, -1, MAGIC, 0, codec, record_count - 1,
+                     base_timestamp_ms, max_timestamp_ms, -1, -1, -1, record_count)
+    batch[HEADER_SIZE:] = section
     struct.pack_into(">I", batch, CRC_OFFSET, crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
     return bytes(batch)

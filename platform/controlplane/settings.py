@@ -274,6 +274,9 @@ STROM_BROKER_HEARTBEAT_INTERVAL_MS = _env_int("STROM_BROKER_HEARTBEAT_INTERVAL_M
 # The controller's lease in the database: renewed every third of it; a successor waits for it to expire.
 STROM_CONTROLLER_LEASE_MS = _env_int("STROM_CONTROLLER_LEASE_MS", 3000)
 STROM_CONTROLLER_TICK_MS = _env_int("STROM_CONTROLLER_TICK_MS", 100)
+# How often the controller advances reassignment executions (controller.executor): follows the moves in
+# progress, refreshes their progress and starts the next batch.
+STROM_EXECUTOR_INTERVAL_MS = _env_int("STROM_EXECUTOR_INTERVAL_MS", 1000)
 # auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds, leader.imbalance.per.broker.percentage
 STROM_AUTO_LEADER_REBALANCE_ENABLE = _env_bool("STROM_AUTO_LEADER_REBALANCE_ENABLE", True)
 STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = _env_int("STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS", 300)

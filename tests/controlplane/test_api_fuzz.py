@@ -64,6 +64,7 @@ def violation(role: Role | None, operation, response: requests.Response) -> str 
     return None
 
 
+@pytest.mark.timeout(900)  # grows with the API: every operation gets its examples (the suite's default is 300 s)
 @pytest.mark.parametrize("role", list(EXAMPLES), ids=lambda r: r.group_name if r else "anonymous")
 def test_no_server_errors_and_refusals_for_every_generated_request(live_app, cluster, broker, lag_monitor, settings,
                                                                    role):

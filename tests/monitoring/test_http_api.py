@@ -140,6 +140,19 @@ def test_strom_groups_and_status(server):
     assert (health["ready"], health["groups"], health["partitions"]) == (True, 2, 4)
 
 
+def test_strom_topic_groups_give_each_groups_lag_on_that_topic_only(server):
+    status, listing = body(server, "/strom/v1/topics/orders/groups")
+    assert status == 200 and listing["topic"] == "orders"
+    billing, slow = listing["groups"]
+    # billing: orders-0 caught up, no commit on orders-1 (no lag counted there)
+    assert (billing["group"], billing["lag"], billing["committed_partitions"], billing["topic_status"]) == (
+        "billing", 0, 1, "OK")
+    assert (slow["group"], slow["lag"], slow["committed_partitions"], slow["topic_status"]) == (
+        "slow", 1800 - 14, 1, "WARN")
+    assert (slow["alert_status"], slow["threshold_breached"]) == ("ERR", True)
+    assert body(server, "/strom/v1/topics/payments/groups") == (200, {**listing, "topic": "payments", "groups": []})
+
+
 def scrape(raw: bytes) -> dict[str, list]:
     samples: dict[str, list] = {}
     for family in text_string_to_metric_families(raw.decode()):

@@ -130,17 +130,21 @@ class Cluster:
 
 @contextlib.contextmanager
 def broker_cluster(plane: ControlPlane, directory: Path, count: int = 3,
-                   overrides: Mapping[str, str] | None = None, metrics: bool = False) -> Iterator[Cluster]:
-    """`count` brokers; with `metrics`, each serves Prometheus `/metrics` on a port of its own."""
+                   overrides: Mapping[str, str] | None = None, metrics: bool = False,
+                   started: int | None = None) -> Iterator[Cluster]:
+    """`count` brokers, of which the first `started` (default all) are started (the others later, with
+    `cluster.start(id)`: a broker added to the cluster); with `metrics`, each serves Prometheus `/metrics` on a
+    port of its own."""
     cluster = Cluster(plane)
     for broker_id in range(1, count + 1):
         cluster.brokers[broker_id] = ClusterBroker(broker_id, free_port(), Path(directory) / f"broker-{broker_id}",
                                                    dict(overrides or {}), metrics_port=free_port() if metrics else None)
+    started = count if started is None else started
     try:
-        for broker_id in cluster.brokers:
+        for broker_id in range(1, started + 1):
             cluster.start(broker_id)
-        wait_until(lambda: sum(1 for b in plane.metadata()["brokers"] if b["state"] == "running") == count, 30,
-                   message=f"{count} running brokers")
+        wait_until(lambda: sum(1 for b in plane.metadata()["brokers"] if b["state"] == "running") == started, 30,
+                   message=f"{started} running brokers")
         yield cluster
     finally:
         for broker_id in cluster.brokers:

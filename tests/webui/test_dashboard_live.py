@@ -148,7 +148,7 @@ def page(chromium):
 def test_every_page_renders_real_figures(page, live_cluster, name):
     log_in(page, live_cluster.url)
     page.goto(f"{live_cluster.url}/dashboard/{PAGES[name]}")
-    expect(page.locator("h1")).to_be_visible()
+    expect(page.locator("h1")).to_be_visible(timeout=20_000)  # a loaded machine parses the scripts slowly
     if name == "reassignments":  # nothing can move until issue 13: the page says why, in words
         expect(page.locator("#reassignments-list")).to_contain_text("cannot reassign partitions yet")
     else:

@@ -9,7 +9,7 @@ from dash import Input, Output, callback, html
 
 from webui import figures, ids
 from webui.actions import ELECT_PREFERRED_LEADERS, ActionRefusedError
-from webui.components import graph, human_bytes
+from webui.components import graph, human_bytes, viewer_zone
 from webui.pages._empty import no_data_in_range
 from webui.source import actions, source
 
@@ -19,12 +19,18 @@ TILES = ("brokers", "controller", "offline", "under-replicated", "alerts")
 
 
 def layout(**_kwargs):
+    """The tiles and figures are drawn into the layout itself, in the viewer's zone from its cookie (UTC until
+    the browser has written it; the next refresh then shows local time): the dashboard's landing page paints
+    without waiting for a callback round trip."""
+    drawn = _outputs(0, viewer_zone())
+    tiles = [html.Div(id=pid(f"tile-{key}"), children=drawn[2 * i], className=drawn[2 * i + 1])
+             for i, key in enumerate(TILES)]
     return html.Div([
         html.H1("Cluster overview"),
-        html.Div(className="tiles", children=[html.Div(id=pid(f"tile-{key}"), className="tile") for key in TILES]),
-        html.Div(className="charts", children=[graph(pid("throughput")), graph(pid("load"))]),
+        html.Div(className="tiles", children=tiles),
+        html.Div(className="charts", children=[graph(pid("throughput"), drawn[-3]), graph(pid("load"), drawn[-2])]),
         _elect_leaders_button(),
-        html.P(id=pid("refreshed"), className="meta"),
+        html.P(drawn[-1], id=pid("refreshed"), className="meta"),
     ])
 
 
@@ -56,8 +62,13 @@ def _tile(value: str, label: str, state: str, hint: str = "") -> tuple[list, str
 
 @callback([Output(pid(f"tile-{key}"), prop) for key in TILES for prop in ("children", "className")]
           + [Output(pid("throughput"), "figure"), Output(pid("load"), "figure"), Output(pid("refreshed"), "children")],
-          Input(ids.INTERVAL, "n_intervals"), Input(ids.TIMEZONE, "data"))
+          Input(ids.INTERVAL, "n_intervals"), Input(ids.TIMEZONE, "data"), prevent_initial_call=True)
 def refresh(n_intervals, tz_name):
+    return _outputs(n_intervals, tz_name)
+
+
+def _outputs(n_intervals, tz_name) -> list:
+    """Each tile's (children, className), the throughput and load figures, the refresh note."""
     data = source()
     summary = data.cluster_summary()
     tiles = [
@@ -78,8 +89,8 @@ def refresh(n_intervals, tz_name):
     title = "Cluster throughput, last hour" + (
         f" · now {human_bytes(latest.get('bytes in'))}/s in, {human_bytes(latest.get('bytes out'))}/s out"
         if latest else "")
-    return (*[part for tile in tiles for part in tile],
+    return [*[part for tile in tiles for part in tile],
             figures.sparkline_figure(title, "bytes/s", throughput.series, tz_name,
                                      no_data_in_range(throughput.history_starts)),
             figures.broker_load_figure(data.broker_load()),
-            f"Refreshed every 10 s · update #{n_intervals}")
+            f"Refreshed every 10 s · update #{n_intervals}"]

@@ -108,3 +108,8 @@ REVOKE_USER_TOKEN = action("revoke_user_token", "Revoking other users' API token
 # Issue 13: `--verify` removing the throttles of finished reassignments (shares manage_reassignments).
 CLEAR_REASSIGNMENT_THROTTLES = action("clear_reassignment_throttles", "Removing reassignment throttles", OPERATOR,
                                       permission="manage_reassignments")
+# Issue 13: pausing and resuming a reassignment execution (controller.executor; shares manage_reassignments).
+PAUSE_REASSIGNMENT = action("pause_reassignment", "Pausing partition reassignments", OPERATOR,
+                            permission="manage_reassignments")
+RESUME_REASSIGNMENT = action("resume_reassignment", "Resuming partition reassignments", OPERATOR,
+                             permission="manage_reassignments")

@@ -11,10 +11,21 @@ from controlplane.alerts.api.views import (
 )
 from controlplane.audit.api.views import AuditEntryViewSet
 from controlplane.cluster.api.views import BrokerViewSet
-from controlplane.controller.api.views import ElectLeadersView, ProposalView, ReassignmentViewSet
+from controlplane.controller.api.views import (
+    ElectLeadersView,
+    ProposalView,
+    ReassignmentExecutionViewSet,
+    ReassignmentViewSet,
+)
 from controlplane.groups.api.views import GroupViewSet
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
-from controlplane.lag.views import LagGroupsView, LagGroupView, LagIncidentViewSet, LagStatusView
+from controlplane.lag.views import (
+    LagGroupsView,
+    LagGroupView,
+    LagIncidentViewSet,
+    LagStatusView,
+    LagTopicGroupsView,
+)
 from controlplane.metrics.api.views import BrokerMetricPointViewSet, TopicMetricPointViewSet
 from controlplane.reports.api.views import ReportRunViewSet, ReportScheduleViewSet
 from controlplane.topics.api.views import PartitionViewSet, TopicViewSet
@@ -28,6 +39,7 @@ router.register("groups", GroupViewSet, basename="group")
 router.register("metrics/brokers", BrokerMetricPointViewSet)
 router.register("metrics/topics", TopicMetricPointViewSet)
 router.register("audit", AuditEntryViewSet)
+router.register("reassignments/executions", ReassignmentExecutionViewSet)
 router.register("reassignments", ReassignmentViewSet, basename="reassignment")
 router.register("reports/runs", ReportRunViewSet)
 router.register("reports/schedules", ReportScheduleViewSet, basename="report-schedule")
@@ -46,5 +58,6 @@ urlpatterns = [
     path("lag/status/", LagStatusView.as_view(), name="lag-status"),
     path("lag/groups/", LagGroupsView.as_view(), name="lag-groups"),
     path("lag/groups/<str:group>/", LagGroupView.as_view(), name="lag-group"),
+    path("lag/topics/<str:topic>/groups/", LagTopicGroupsView.as_view(), name="lag-topic-groups"),
     path("", include(router.urls)),
 ]

@@ -15,11 +15,12 @@ from django.views import View
 from controlplane.access import actions, checks
 from controlplane.access.console import ActionView, ViewerRequiredMixin
 from controlplane.core.errors import KafkaApiError
+from controlplane.lag import client as lag_client
 from controlplane.topics import services
 from controlplane.topics.describe import config_entries, partition_rows
-from controlplane.topics.listing import ORDERINGS, topic_summaries
+from controlplane.topics.listing import ORDERINGS, SortedTopics, topic_summaries
 from controlplane.topics.message_browser import parse_browse_request, produce
-from controlplane.topics.message_format import DECODINGS, decode
+from controlplane.topics.message_format import DECODINGS, message_row
 from controlplane.topics.models import Partition, Topic
 from kafkaspec import topic_config, topic_names
 
@@ -37,7 +38,7 @@ class TopicListView(ViewerRequiredMixin, View):
         ordering = request.GET.get("sort", "name")
         if ordering.removeprefix("-") not in ORDERINGS:
             ordering = "name"
-        page = Paginator(topic_summaries(query, ordering), PAGE_SIZE).get_page(request.GET.get("page"))
+        page = Paginator(SortedTopics(topic_summaries(query, ordering)), PAGE_SIZE).get_page(request.GET.get("page"))
         columns = [(key, label, ("-" + key) if ordering == key else key, ordering.removeprefix("-") == key,
                     ordering.startswith("-")) for key, label in COLUMNS]
         return render(request, "console/topics.html", {"page": page, "topics": page.object_list, "q": query,
@@ -86,14 +87,18 @@ class TopicCreateView(ActionView):
 
 
 class TopicDetailView(ViewerRequiredMixin, View):
-    """Partitions (leader, replicas in order, ISR, flags, log offsets) and every config with its source."""
+    """Partitions (leader, replicas in order, ISR, flags, log offsets), every config with its source, and the
+    consumer groups reading the topic with their lag on it (one request to the lag monitor, whatever the number of
+    groups; None when it does not answer)."""
 
     def get(self, request, name: str):
         topic = topic_summaries().filter(name=name).first()
         if topic is None:
             raise Http404(f"No topic '{name}'.")
+        consumers = lag_client.read_json(lag_client.topic_groups_path(name))
         return render(request, "console/topic_detail.html",
-                      {"topic": topic, "partitions": partition_rows(topic), "configs": config_entries(topic)})
+                      {"topic": topic, "partitions": partition_rows(topic), "configs": config_entries(topic),
+                       "consumers": consumers})
 
 
 class _TopicAction(ActionView):
@@ -186,10 +191,8 @@ class TopicMessagesView(ViewerRequiredMixin, View):
         except KafkaApiError as e:
             return render(request, "console/topic_messages.html", {**context, "error": e}, status=e.status)
         zone = _zone(request.GET.get("tz", ""))
-        rows = [{"m": m, "time": datetime.datetime.fromtimestamp(m.timestamp_ms / 1000, zone).isoformat(
-                     timespec="milliseconds"),
-                 "key": decode(m.key, browse.decoding), "value": decode(m.value, browse.decoding),
-                 "headers": [(k, decode(v, browse.decoding)) for k, v in m.headers]} for m in page.messages]
+        rows = [{**message_row(m, browse.decoding), "time": datetime.datetime.fromtimestamp(
+                     m.timestamp_ms / 1000, zone).isoformat(timespec="milliseconds")} for m in page.messages]
         query = request.GET.copy()
         query.pop("cursor", None)
         return render(request, "console/topic_messages.html",

@@ -2,7 +2,7 @@ from django.urls import path
 
 from controlplane.reports import views as reports
 
-from . import alerts, topic_views, views
+from . import alerts, reassignments, topic_views, views
 
 app_name = "console"
 
@@ -23,7 +23,14 @@ urlpatterns = [
     path("groups/<path:group_id>/reset-offsets/", views.GroupResetOffsetsView.as_view(), name="group-reset-offsets"),
     path("groups/<path:group_id>/delete/", views.GroupDeleteView.as_view(), name="group-delete"),
     path("groups/<path:group_id>/", views.GroupDetailView.as_view(), name="group"),
-    path("reassignments/", views.UnavailableSectionView.as_view(section="Reassignments"), name="reassignments"),
+    path("reassignments/", reassignments.ReassignmentsView.as_view(), name="reassignments"),
+    path("reassignments/execute/", reassignments.ExecuteView.as_view(), name="reassignment-execute"),
+    path("reassignments/<int:pk>/", reassignments.ExecutionDetailView.as_view(), name="reassignment"),
+    path("reassignments/<int:pk>/progress/", reassignments.ExecutionProgressView.as_view(),
+         name="reassignment-progress"),
+    path("reassignments/<int:pk>/pause/", reassignments.PauseView.as_view(), name="reassignment-pause"),
+    path("reassignments/<int:pk>/resume/", reassignments.ResumeView.as_view(), name="reassignment-resume"),
+    path("reassignments/<int:pk>/cancel/", reassignments.CancelView.as_view(), name="reassignment-cancel"),
     path("alerts/", alerts.AlertsView.as_view(), name="alerts"),
     path("alerts/endpoints/new/", alerts.EndpointCreateView.as_view(), name="alert-endpoint-create"),
     path("alerts/endpoints/<int:pk>/", alerts.EndpointPage.as_view(), name="alert-endpoint"),

@@ -185,16 +185,6 @@ class GroupDeleteView(ActionView):
         return redirect("console:groups")
 
 
-class UnavailableSectionView(ViewerRequiredMixin, TemplateView):
-    """A section whose feature has not landed yet; says so plainly instead of faking content."""
-
-    template_name = "console/unavailable.html"
-    section = ""
-
-    def get_context_data(self, **kwargs):
-        return super().get_context_data(section=self.section, **kwargs)
-
-
 class AuditLogView(ViewerRequiredMixin, ListView):
     """Every change and refused or failed attempt, newest first, filtered by actor, action, target, source,
     result and time; the same filters download as CSV."""

@@ -12,7 +12,8 @@
    heartbeats resume every broker gets a full session again;
 3. elect leaders for partitions without one when the metadata changed (a broker came back, …);
 4. with auto leader rebalance, every check interval, move leadership back to preferred replicas of brokers
-   whose imbalance exceeds the threshold.
+   whose imbalance exceeds the threshold;
+5. every `STROM_EXECUTOR_INTERVAL_MS`, advance the reassignment executions (`executor.advance`).
 
 Every action is one transaction that locks the controller-state row and first checks that this controller
 still holds the lease at its epoch (`_guard`), so a stale controller changes nothing. The clock is injected
@@ -36,7 +37,7 @@ from controlplane.cluster import metadata
 from controlplane.cluster.models import Broker, BrokerState, ControllerState
 from controlplane.topics.models import NO_LEADER, Partition
 
-from . import election
+from . import election, executor
 
 __all__ = ("Controller", "NotControllerError")
 
@@ -52,7 +53,7 @@ class Controller:
                  lease_ms: int | None = None, session_timeout_ms: int | None = None,
                  heartbeat_interval_ms: int | None = None,
                  auto_rebalance: bool | None = None, imbalance_check_interval_s: int | None = None,
-                 imbalance_percent: int | None = None):
+                 imbalance_percent: int | None = None, executor_interval_ms: int | None = None):
         self.identity = identity or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.clock = clock
         def given_or(value, setting):
@@ -69,6 +70,8 @@ class Controller:
         self.imbalance_check_interval = timedelta(seconds=given_or(
             imbalance_check_interval_s, "STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS"))
         self.imbalance_percent = given_or(imbalance_percent, "STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE")
+        self.executor_interval = timedelta(milliseconds=given_or(executor_interval_ms, "STROM_EXECUTOR_INTERVAL_MS"))
+        self.next_execution_look_at: datetime | None = None
         self.epoch: int | None = None  # controller epoch while holding the lease
         self.lease_expires_at: datetime | None = None
         self.watching_since: datetime | None = None
@@ -245,6 +248,16 @@ class Controller:
             log.warning("moved %d partition(s) back to their preferred leaders", len(moved))
         return moved
 
+    def maybe_advance_executions(self) -> list[int]:
+        """Advance the reassignment executions every executor interval; returns those looked at."""
+        now = self.clock()
+        if self.next_execution_look_at is not None and now < self.next_execution_look_at:
+            return []
+        self.next_execution_look_at = now + self.executor_interval
+        with transaction.atomic():
+            self._guard()
+            return executor.advance(now)
+
     def tick(self) -> None:
         if not self.maybe_hold_lease():
             return
@@ -252,6 +265,7 @@ class Controller:
             self.fence_expired_brokers()
             self.elect_offline_partitions()
             self.maybe_rebalance_leaders()
+            self.maybe_advance_executions()
         except NotControllerError:
             log.warning("controller %s stopped acting: lease lost", self.identity)
 

@@ -22,7 +22,8 @@ from . import reassignment, throttles
 from .reassignment import Assignment, PartitionResult
 
 __all__ = ("MIN_THROTTLE", "PlanEntry", "Verification", "cancel", "current_assignment", "execute",
-           "execute_audit_states", "format_plan", "generate", "parse_plan", "parse_topics_to_move", "verify")
+           "execute_audit_states", "format_plan", "generate", "parse_plan", "parse_topics_to_move", "partitions_of",
+           "verify")
 
 MIN_THROTTLE = 1024
 """Kafka's tool refuses a `--throttle` below 1 KB/s (bytes/s)."""
@@ -90,7 +91,8 @@ def format_plan(entries: Sequence[PlanEntry]) -> str:
          "log_dirs": ["any"] * len(e.replicas)} for e in entries]}, separators=(",", ":"))
 
 
-def _partitions(keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Partition]:
+def partitions_of(keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Partition]:
+    """The partitions by (topic, number); UNKNOWN_TOPIC_OR_PARTITION naming any missing."""
     topics = {t for t, _ in keys}
     found = {(p.topic.name, p.partition): p for p in
              Partition.objects.select_related("topic").filter(topic__name__in=topics)}
@@ -102,7 +104,7 @@ def _partitions(keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Partit
 
 def current_assignment(keys: Sequence[tuple[str, int]]) -> list[PlanEntry]:
     """The partitions' replicas now (before a reassignment in progress: its original replicas), for rollback."""
-    found = _partitions(keys)
+    found = partitions_of(keys)
     return [PlanEntry(t, n, Assignment.of(found[t, n]).original) for t, n in keys]
 
 
@@ -172,7 +174,7 @@ class Verification:
 def verify(entries: Sequence[PlanEntry]) -> tuple[list[Verification], bool]:
     """Kafka's `--verify`: each partition's state, and whether no reassignment at all is in progress (then
     the caller may clear throttles with `throttles.clear_throttles`)."""
-    found = _partitions([(e.topic, e.partition) for e in entries])
+    found = partitions_of([(e.topic, e.partition) for e in entries])
     states = []
     for e in entries:
         p = found[e.topic, e.partition]
@@ -188,5 +190,5 @@ def verify(entries: Sequence[PlanEntry]) -> tuple[list[Verification], bool]:
 def cancel(entries: Sequence[PlanEntry]) -> list[PartitionResult]:
     """Kafka's `--cancel`: revert those of the plan's partitions that are reassigning."""
     keys = [(e.topic, e.partition) for e in entries]
-    found = _partitions(keys)
+    found = partitions_of(keys)
     return reassignment.alter_reassignments([(t, n, None) for t, n in keys if found[t, n].is_reassigning])

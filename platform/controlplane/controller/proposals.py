@@ -8,18 +8,19 @@ when a reassignment is in progress. A proposal is a plan for `plans.execute` (Ka
 """
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from controlplane.cluster.models import Broker, BrokerState
 from controlplane.core.errors import KafkaApiError
 from controlplane.metrics.models import TopicReplicaSize
 from controlplane.topics.models import Partition
 
-from . import balance
+from . import balance, plans
 from .balance import Proposal, Replicas
 from .plans import PlanEntry
 from .reassignment import Assignment
 
-__all__ = ("GOALS", "placement", "plan_entries", "propose")
+__all__ = ("GOALS", "describe", "generated", "placement", "plan_entries", "propose")
 
 GOALS = ("replicas", "disk", "leaders", "racks", "decommission", "replication-factor")
 """replica count per broker (also: spread onto new brokers), bytes per broker, preferred leaders per broker,
@@ -68,5 +69,25 @@ def propose(goal: str, brokers: Sequence[int] = (), topic: str | None = None,
     return balance.proposal(partitions, after, racks)
 
 
+def generated(topics: Sequence[str], brokers: Sequence[int]) -> Proposal:
+    """Kafka's `--generate` plan for `topics` onto `brokers` (`plans.generate`, rack-aware) as a proposal: its
+    moves, bytes and per-broker before/after over the whole cluster."""
+    partitions, racks = placement()
+    _, proposed = plans.generate(topics, brokers)
+    targets = {(e.topic, e.partition): e.replicas for e in proposed}
+    after = [replace(p, replicas=targets.get((p.topic, p.partition), p.replicas)) for p in partitions]
+    return balance.proposal(partitions, after, racks)
+
+
 def plan_entries(proposal: Proposal) -> list[PlanEntry]:
     return [PlanEntry(new.topic, new.partition, new.replicas) for _, new in proposal.moves]
+
+
+def describe(goal: str, brokers: Sequence[int] = (), topic: str | None = None,
+             replication_factor: int | None = None) -> str:
+    """A proposal's goal in words, e.g. "decommission broker 2" (an execution's description)."""
+    if goal == "decommission":
+        return f"decommission broker{'s' if len(brokers) > 1 else ''} {', '.join(map(str, brokers))}"
+    if goal == "replication-factor":
+        return f"replication factor of {topic} to {replication_factor}"
+    return f"balance {goal}"

@@ -168,30 +168,34 @@ class MetadataStoreDataSource:
 
     @staticmethod
     def _steps(queryset, keys: tuple[str, ...], value: str, step_s: int, aggregate=Sum
-               ) -> tuple[dict[object, dict[int, float]], int]:
-        """({key: {step start (epoch s): aggregate(value)}}, start of the newest bucket seen (epoch s, 0: none)),
+               ) -> tuple[dict[object, dict[int, float]], dict[object, int]]:
+        """({key: {step start (epoch s): aggregate(value)}}, {key: start of its newest bucket (epoch s)}),
         grouped in the database (a few hundred rows come back, never one per bucket). `key` is the value of
         `keys` (a tuple when several, None when none)."""
         rows = (queryset.annotate(step=_step_expression(step_s)).values(*keys, "step")
                 .annotate(total=aggregate(value), last=Max(EpochSeconds("start"))).order_by()
                 .values_list(*keys, "step", "total", "last"))
         steps: defaultdict[object, dict[int, float]] = defaultdict(dict)
-        newest = 0
+        newest: defaultdict[object, int] = defaultdict(int)
         for row in rows:
             key = None if not keys else row[0] if len(keys) == 1 else row[:len(keys)]
             step, total, last = row[len(keys):]
             steps[key][step] = total or 0
-            newest = max(newest, last)
+            newest[key] = max(newest[key], last)
         return steps, newest
 
-    def _rates(self, queryset, keys: tuple[str, ...], value: str, resolution_s: int, step_s: int
-               ) -> dict[object, dict[int, float]]:
+    def _rates(self, queryset, keys: tuple[str, ...], value: str, resolution_s: int, step_s: int,
+               newest_per_key: bool = False) -> dict[object, dict[int, float]]:
         """Per key and step, `value` per second: each step's sum over its width, except the newest, still
-        filling, which is divided by the time its buckets cover so far."""
+        filling, which is divided by the time its buckets cover so far: up to the newest bucket of any key, or
+        with `newest_per_key` of the key itself."""
         sums, newest = self._steps(queryset, keys, value, step_s)
-        data_end = newest + resolution_s
-        return {key: {s: v / max(min(step_s, data_end - s), 1) for s, v in points.items()}
-                for key, points in sums.items()}
+        overall = max(newest.values(), default=0)
+        rates = {}
+        for key, points in sums.items():
+            data_end = (newest[key] if newest_per_key else overall) + resolution_s
+            rates[key] = {s: v / max(min(step_s, data_end - s), 1) for s, v in points.items()}
+        return rates
 
     def cluster_throughput(self, since: datetime, until: datetime) -> Rollup:
         resolution, step = resolution_for(until - since)
@@ -217,13 +221,12 @@ class MetadataStoreDataSource:
                                                  start__lt=until).exclude(topic__startswith="__")
         leaders = [t for t, total in ranked.values("topic").annotate(total=Sum(metric))
                    .order_by("-total", "topic").values_list("topic", "total")[:top] if total]
-        series = []
-        for topic in leaders:  # one query per topic: each walks the (resolution, topic, start) index
-            points = TopicMetricPoint.objects.filter(resolution=resolution, topic=topic, start__gte=since,
-                                                     start__lt=until)
-            series.append(_series(topic, self._rates(points, (), metric, resolution, step).get(None, {}), since,
-                                  until, step))
-        return Rollup(step, series, self._history_starts(TopicMetricPoint))
+        # The winners' series in one query (it walks the (resolution, topic, start) index once per topic).
+        points = TopicMetricPoint.objects.filter(resolution=resolution, topic__in=leaders, start__gte=since,
+                                                 start__lt=until)
+        rates = self._rates(points, ("topic",), metric, resolution, step, newest_per_key=True)
+        return Rollup(step, [_series(topic, rates.get(topic, {}), since, until, step) for topic in leaders],
+                      self._history_starts(TopicMetricPoint))
 
     def lag_groups(self) -> list[str]:
         return list(LagMetricPoint.objects.filter(resolution=3600).order_by("group")

@@ -4,6 +4,7 @@ requests there after their own authentication and permission checks."""
 
 import json
 from dataclasses import dataclass
+from urllib.parse import quote
 
 import requests
 from django.conf import settings
@@ -46,3 +47,8 @@ def read_json(path: str) -> dict | None:
     except MonitorUnavailable:
         return None
     return json.loads(answer.body) if answer.status == 200 else None
+
+
+def topic_groups_path(topic: str) -> str:
+    """The monitor's groups reading `topic`, with their lag on it (`monitoring.strom_api.topic_groups`)."""
+    return f"/strom/v1/topics/{quote(topic, safe='')}/groups"

@@ -4,7 +4,8 @@ DELETE of a group from the monitor is `manage_alerts`, audited.
 
 - `/v3/…`: Burrow's HTTP API v3, its paths and bodies unchanged (so Burrow's clients only change the URL);
 - `/metrics`: Prometheus text with Burrow's, kafka_exporter's and kafka-lag-exporter's lag families;
-- `/api/lag/status`, `/api/lag/groups/`, `/api/lag/groups/<group>/`: Strom's JSON (in the OpenAPI schema);
+- `/api/lag/status`, `/api/lag/groups/`, `/api/lag/groups/<group>/`, `/api/lag/topics/<topic>/groups/`:
+  Strom's JSON (in the OpenAPI schema);
 - `/api/lag/incidents/`: the incidents the monitor opened and closed (from the database).
 """
 
@@ -22,7 +23,7 @@ from controlplane.access import actions
 from controlplane.access.rest import ActionViewMixin
 
 from .auth import TokenOrBearerAuthentication
-from .client import MonitorUnavailable, forward
+from .client import MonitorUnavailable, forward, topic_groups_path
 from .models import LagIncident
 
 
@@ -95,6 +96,15 @@ class LagGroupView(MonitorProxyView):
                                                         503: OpenApiTypes.OBJECT})
     def get(self, request, group: str):
         return _forwarded(request, f"/strom/v1/groups/{quote(group, safe='')}")
+
+
+class LagTopicGroupsView(MonitorProxyView):
+    """The groups reading a topic (committed offsets or owners on it), each with its lag on that topic: records,
+    seconds, the topic's worst partition status, and the group's own status."""
+
+    @extend_schema(operation_id="lag_topic_groups", responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
+    def get(self, request, topic: str):
+        return _forwarded(request, topic_groups_path(topic))
 
 
 class LagIncidentSerializer(serializers.ModelSerializer):

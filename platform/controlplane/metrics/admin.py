@@ -2,11 +2,19 @@
 
 from django.contrib import admin
 
-from .models import BrokerMetricPoint, LagMetricPoint, LogDirMetricPoint, TopicMetricPoint, TopicReplicaSize
+from .models import (
+    BrokerMetricPoint,
+    LagMetricPoint,
+    LogDirMetricPoint,
+    TopicMetricPoint,
+    TopicReplicaSize,
+    TopicTotals,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     ordering = ("-start",)
+
     def has_add_permission(self, request):
         return False
 
@@ -41,6 +49,13 @@ class LagMetricPointAdmin(ReadOnlyAdmin):
     list_display = ("start", "resolution", "group", "lag", "lag_seconds", "status")
     list_filter = ("resolution", "status")
     search_fields = ("group",)
+
+
+@admin.register(TopicTotals)
+class TopicTotalsAdmin(ReadOnlyAdmin):
+    ordering = ("topic",)
+    list_display = ("topic", "size_bytes", "messages", "updated_at")
+    search_fields = ("topic",)
 
 
 @admin.register(TopicReplicaSize)

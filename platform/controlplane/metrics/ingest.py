@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.db import transaction
+from django.db.models import F, Sum
+from django.utils import timezone
 
 from . import rollup
 from .models import (
@@ -24,6 +26,7 @@ from .models import (
     PartitionReplicaSize,
     TopicMetricPoint,
     TopicReplicaSize,
+    TopicTotals,
 )
 
 log = logging.getLogger(__name__)
@@ -205,14 +208,28 @@ class _Batch:
              for (b, t), (size, count, ts) in self.replica_sizes.items()],
             update_conflicts=True, unique_fields=["broker_id", "topic"],
             update_fields=["size_bytes", "partitions", "sampled_at"])
-        totals: dict[str, int] = defaultdict(int)
-        for topic, size in TopicReplicaSize.objects.filter(topic__in=list(self.topic_size_ts)).values_list(
-                "topic", "size_bytes"):
-            totals[topic] += size
+        totals = refresh_topic_totals(self.topic_size_ts)
         for topic, ts in self.topic_size_ts.items():
             for resolution in rollup.RESOLUTIONS_S:
                 self.topics[(resolution, topic, rollup.sample_bucket_ms(ts, resolution))]["gauge:size_bytes"] = \
                     totals[topic]
+
+
+def refresh_topic_totals(topics: Iterable[str]) -> dict[str, int]:
+    """Recompute `TopicTotals` of `topics` from the stored replica sizes (two aggregate queries, one upsert);
+    returns each topic's size in bytes (0 for a topic without replica sizes)."""
+    topics = list(topics)
+    sizes: dict[str, int] = dict.fromkeys(topics, 0)
+    for topic, size in TopicReplicaSize.objects.filter(topic__in=topics).values_list("topic", "size_bytes"):
+        sizes[topic] += size
+    messages = dict(PartitionReplicaSize.objects.filter(topic__in=topics, leader=True).order_by().values("topic")
+                    .annotate(messages=Sum(F("log_end_offset") - F("log_start_offset")))
+                    .values_list("topic", "messages"))
+    now = timezone.now()
+    TopicTotals.objects.bulk_create(
+        [TopicTotals(topic=t, size_bytes=sizes[t], messages=messages.get(t), updated_at=now) for t in topics],
+        update_conflicts=True, unique_fields=["topic"], update_fields=["size_bytes", "messages", "updated_at"])
+    return sizes
 
 
 def _upsert_additive(model, key_fields: tuple[str, str, str], points: dict, counters: Iterable[str],

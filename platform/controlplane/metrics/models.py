@@ -146,6 +146,25 @@ class PartitionReplicaSize(models.Model):
         return f"{self.topic}-{self.partition} on broker {self.broker_id}"
 
 
+class TopicTotals(models.Model):
+    """A topic's totals the topic list shows and sorts by, recomputed by `ingest` whenever a broker reports the
+    topic: `size_bytes` = Σ its `TopicReplicaSize` rows (all replicas), `messages` = Σ log end − log start over its
+    `PartitionReplicaSize` rows of leaders (null while no leader reported). One row per topic name, read by a
+    unique-index lookup; rows of deleted topics stay, as the replica sizes do."""
+
+    topic = models.CharField(max_length=249, unique=True)
+    size_bytes = models.BigIntegerField()
+    messages = models.BigIntegerField(null=True)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["topic"]
+        verbose_name_plural = "topic totals"
+
+    def __str__(self) -> str:
+        return f"{self.topic}: {self.size_bytes} bytes, {self.messages} messages"
+
+
 class CounterState(models.Model):
     """The last cumulative counters read for one entity: a broker's totals (`topic` "") or one topic on it."""
 

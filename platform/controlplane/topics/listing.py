@@ -1,11 +1,14 @@
 """The topic list as operators want it (kafka-ui's columns): partitions, replication factor, under-replicated and
-offline partitions from the metadata store; size on disk, messages and produce rate from the metrics rollups
-(`controlplane.metrics`, fed by the brokers' `__strom_metrics` rounds) — never a broker round trip.
+offline partitions from the metadata store; size on disk and messages (`TopicTotals`, kept per topic as brokers
+report it) and produce rate from the metrics rollups (`controlplane.metrics`, fed by the brokers' `__strom_metrics`
+rounds) — never a broker round trip.
 
-Every column is a correlated subquery, so one SQL query answers a page whatever the number of topics, and
-filtering, sorting and LIMIT/OFFSET pagination happen in the database (a page sorted by name evaluates the
-subqueries for its rows only). Sizes and messages are as of the brokers' latest rounds (≤ 10 s old while metrics
-flow); they are null for a topic no broker has reported yet.
+Every column is a correlated subquery, so filtering, sorting and LIMIT/OFFSET pagination happen in the database
+whatever the number of topics. A page is read in two queries (`SortedTopics`): the first computes only the sort
+column, over every topic, and returns the page's ids; the second computes every column for those ids only. (In
+one query the database computes every column of every topic before it sorts — SQLite always does — so a list
+sorted by size cost 5x more at 10,000 topics than at 1,000.) Sizes and messages are as of the brokers' latest
+rounds (≤ 10 s old while metrics flow); they are null for a topic no broker has reported yet.
 """
 
 import datetime
@@ -22,18 +25,17 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
-    Sum,
     Value,
 )
 from django.db.models.functions import Coalesce
 from django.db.models.lookups import LessThan
 from django.utils import timezone
 
-from controlplane.metrics.models import PartitionReplicaSize, TopicMetricPoint, TopicReplicaSize
+from controlplane.metrics.models import TopicMetricPoint, TopicTotals
 
 from .models import NO_LEADER, Partition, Topic
 
-__all__ = ("ORDERINGS", "RATE_BUCKET_S", "JsonArrayLength", "topic_summaries")
+__all__ = ("ORDERINGS", "RATE_BUCKET_S", "JsonArrayLength", "SortedTopics", "topic_summaries")
 
 RATE_BUCKET_S = 60
 """The produce rate is the messages of the last complete 1-minute rollup bucket, per second."""
@@ -73,15 +75,15 @@ def topic_summaries(name_contains: str = "", ordering: str = "name", now: dateti
     last_minute = datetime.datetime.fromtimestamp((now.timestamp() // RATE_BUCKET_S - 1) * RATE_BUCKET_S,
                                                   tz=datetime.UTC)
     partitions = Partition.objects.filter(topic=OuterRef("pk")).order_by()
+    totals = TopicTotals.objects.filter(topic=OuterRef("name")).order_by()
     queryset = Topic.objects.order_by().annotate(
         partition_count=Coalesce(_per_topic(partitions, Count("*")), 0),
         replication_factor=Coalesce(_per_topic(partitions, Max(JsonArrayLength("replicas"))), 0),
         under_replicated=Coalesce(_per_topic(partitions, Count(
             "pk", filter=LessThan(JsonArrayLength("isr"), JsonArrayLength("replicas")))), 0),
         offline=Coalesce(_per_topic(partitions, Count("pk", filter=Q(leader=NO_LEADER))), 0),
-        size_bytes=_per_topic(TopicReplicaSize.objects.filter(topic=OuterRef("name")).order_by(), Sum("size_bytes")),
-        messages=_per_topic(PartitionReplicaSize.objects.filter(topic=OuterRef("name"), leader=True).order_by(),
-                            Sum(F("log_end_offset") - F("log_start_offset"))),
+        size_bytes=Subquery(totals.values("size_bytes")[:1]),
+        messages=Subquery(totals.values("messages")[:1]),
         produce_rate=Coalesce(Subquery(
             TopicMetricPoint.objects.filter(topic=OuterRef("name"), resolution=RATE_BUCKET_S, start=last_minute)
             .annotate(rate=ExpressionWrapper(F("messages_in") * 1.0 / RATE_BUCKET_S, output_field=FloatField()))
@@ -92,3 +94,25 @@ def topic_summaries(name_contains: str = "", ordering: str = "name", now: dateti
     column = F(ordering.removeprefix("-"))
     return queryset.order_by(column.desc(nulls_last=True) if ordering.startswith("-") else column.asc(nulls_last=True),
                              "name")
+
+
+class SortedTopics:
+    """A (filtered) `topic_summaries` queryset as Django's Paginator and DRF's pagination slice it: a slice's ids
+    come from a query that selects only the primary key (so only the sort column is computed, for every topic),
+    then its rows from a query for those ids (every column, for the slice's topics only), in the first's order."""
+
+    def __init__(self, summaries: QuerySet):
+        self.summaries = summaries
+
+    def count(self) -> int:
+        return self.summaries.count()
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, index: slice) -> list[Topic]:
+        if not isinstance(index, slice):
+            raise TypeError("SortedTopics is read a slice (a page) at a time")
+        ids = list(self.summaries.values_list("pk", flat=True)[index])
+        rows = {topic.pk: topic for topic in self.summaries.filter(pk__in=ids)}
+        return [rows[pk] for pk in ids if pk in rows]

@@ -27,7 +27,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from controlplane.core.errors import KafkaApiError
 from controlplane.groups.kafka_client import bootstrap_servers
 
-from .message_format import DECODINGS, Filter, Message
+from .message_format import DECODINGS, AvroSchema, Decoding, Filter, Message
 from .models import Topic
 
 __all__ = ("MAX_LIMIT", "SCAN_BUDGET", "BrowseRequest", "Page", "ProduceResult", "Start", "browse",
@@ -304,7 +304,7 @@ class BrowseRequest:
     limit: int
     match: Filter
     cursor: str
-    decoding: str
+    decoding: Decoding
 
     def run(self, topic: str) -> Page:
         return browse(topic, self.partitions, self.start, self.newest_first, self.limit, self.match, self.cursor)
@@ -335,11 +335,26 @@ def _timestamp_ms(raw: str, zone: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
+def _avro_schema(params: Mapping[str, str]) -> AvroSchema:
+    """decode=avro's `avro_schema` (JSON) and optional `schema_id`."""
+    text = params.get("avro_schema", "").strip()
+    if not text:
+        raise KafkaApiError("INVALID_REQUEST", "decode=avro needs the values' Avro schema (avro_schema, JSON)")
+    schema_id = _int(params, "schema_id", -1) if params.get("schema_id", "").strip() else None
+    if schema_id is not None and not 0 <= schema_id < 2**32:
+        raise KafkaApiError("INVALID_REQUEST", "schema_id is a schema registry id (0 to 4294967295)")
+    try:
+        return AvroSchema(text, schema_id)
+    except ValueError as e:
+        raise KafkaApiError("INVALID_REQUEST", f"avro_schema: {e}") from None
+
+
 def parse_browse_request(params: Mapping[str, str]) -> BrowseRequest:
     """`partitions=0,2` (blank: all), `start=earliest|latest|offset|timestamp` with `last=N` (latest − N),
     `offset=N` or `timestamp=ms|ISO` (+ `tz=Europe/Paris` for an ISO time without offset), `order=oldest|newest`,
     `limit`, `key_contains`, `value_contains`, `header=name[=value]`, `json_path=$.a.b == v`,
-    `decode=text|json|hex|base64`, `cursor`."""
+    `decode=text|json|hex|base64|avro` (avro: `avro_schema` = the values' schema as JSON, optional `schema_id` that
+    the values must carry; a JSON path then applies to the decoded record), `cursor`."""
     raw_partitions = params.get("partitions", "").strip()
     try:
         partitions = [int(p) for p in raw_partitions.split(",") if p.strip()] if raw_partitions else None
@@ -357,10 +372,11 @@ def parse_browse_request(params: Mapping[str, str]) -> BrowseRequest:
         raise KafkaApiError("INVALID_REQUEST", "order must be oldest (forward in time) or newest (newest first)")
     if decoding not in DECODINGS:
         raise KafkaApiError("INVALID_REQUEST", f"decode must be one of {', '.join(DECODINGS)}")
+    schema = _avro_schema(params) if decoding == "avro" else None
     try:
         match = Filter(params.get("key_contains", ""), params.get("value_contains", ""), params.get("header", ""),
-                       params.get("json_path", "").strip())
+                       params.get("json_path", "").strip(), schema)
     except ValueError as e:
         raise KafkaApiError("INVALID_REQUEST", str(e)) from None
     return BrowseRequest(partitions, Start(kind, value), order == "newest", _int(params, "limit", 50), match,
-                         params.get("cursor", ""), decoding)
+                         params.get("cursor", ""), Decoding(decoding, schema))

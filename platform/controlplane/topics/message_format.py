@@ -1,17 +1,24 @@
-"""What the message browser shows and matches, pure: a message's bytes decoded as text, JSON (pretty), hex or
-base64; the filters (key or value substring, header, JSON path); the export rows (JSON lines, CSV)."""
+"""What the message browser shows and matches, pure: a message's bytes decoded as text, JSON (pretty), hex,
+base64 or Avro (Confluent's wire format, with a schema the user gives); the filters (key or value substring,
+header, JSON path); the rows of a page and of its exports (JSON lines, CSV)."""
 
 import base64
 import csv
+import datetime
+import decimal
 import io
 import json
 import re
+import struct
+import uuid
 from dataclasses import dataclass
 
-__all__ = ("DECODINGS", "Filter", "Message", "decode", "export_csv", "export_jsonl", "json_path_value",
-           "parse_json_path")
+import fastavro
 
-DECODINGS = ("text", "json", "hex", "base64")
+__all__ = ("CSV_COLUMNS", "DECODINGS", "AvroSchema", "Decoding", "Filter", "Message", "UndecodableValue", "decode",
+           "export_csv", "export_jsonl", "json_path_value", "message_row", "parse_json_path")
+
+DECODINGS = ("text", "json", "hex", "base64", "avro")
 _PATH_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]|\[\"([^\"]*)\"\]")
 
 
@@ -50,6 +57,82 @@ def decode(data: bytes | None, decoding: str) -> str | None:
     return text
 
 
+class UndecodableValue(ValueError):
+    """A value that is not what the chosen decoding expects (the reason is shown with that record only)."""
+
+
+_WIRE_HEADER = struct.Struct(">bI")
+"""Confluent's wire format: magic byte 0, the schema id (4 bytes, big-endian), then the Avro binary body."""
+
+
+def _avro_json(value: object) -> object:
+    """JSON for what fastavro returns beyond JSON's types: bytes and fixed as Avro's JSON encoding does (one
+    code point per byte), logical types as text (ISO 8601 times, decimal digits, UUIDs)."""
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal | uuid.UUID):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+class AvroSchema:
+    """The writer schema of a topic's values, given as Avro JSON, with the schema id it is registered under (None:
+    accept any id). Reads values in Confluent's wire format."""
+
+    def __init__(self, schema_json: str, schema_id: int | None = None):
+        try:
+            self._schema = fastavro.parse_schema(json.loads(schema_json))
+        except Exception as e:  # bad JSON; fastavro's SchemaParseException, UnknownType, KeyError for a missing key, …
+            raise ValueError(f"not an Avro schema: {type(e).__name__}: {e}") from None
+        self.schema_id = schema_id
+
+    def read(self, data: bytes) -> object:
+        """The record in `data`; raises UndecodableValue when it is not in the wire format, carries another
+        schema id, or does not decode with the schema to its last byte."""
+        if len(data) < _WIRE_HEADER.size or data[0] != 0:
+            raise UndecodableValue("not in Confluent's wire format (magic byte 0, 4-byte schema id)")
+        _, schema_id = _WIRE_HEADER.unpack_from(data)
+        if self.schema_id is not None and schema_id != self.schema_id:
+            raise UndecodableValue(f"schema id {schema_id}, not the given {self.schema_id}")
+        body = io.BytesIO(data)
+        body.seek(_WIRE_HEADER.size)
+        try:
+            record = fastavro.schemaless_reader(body, self._schema)
+        except Exception as e:  # corrupt input makes fastavro raise EOFError, IndexError, ValueError, …
+            reason = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            raise UndecodableValue(f"does not decode with the given schema (schema id {schema_id}): {reason}"
+                                   ) from None
+        if body.tell() != len(data):
+            raise UndecodableValue(f"{len(data) - body.tell()} bytes left after the record: written with another "
+                                   f"schema (schema id {schema_id})?")
+        return record
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How a page shows keys, values and header values: one of DECODINGS. `avro` decodes values with `schema` (keys
+    and header values are then shown as text); a value it cannot decode is shown in hex with the reason."""
+
+    kind: str = "text"
+    schema: AvroSchema | None = None
+
+    def value(self, data: bytes | None) -> tuple[str | None, str | None]:
+        """(the value as shown, why it is not shown as asked, or None)."""
+        if self.kind != "avro" or data is None:
+            return decode(data, self.kind), None
+        try:
+            record = self.schema.read(data)
+        except UndecodableValue as e:
+            return decode(data, "hex"), str(e)
+        return json.dumps(record, indent=2, ensure_ascii=False, default=_avro_json), None
+
+    def other(self, data: bytes | None) -> str | None:
+        """A key or header value."""
+        return decode(data, "text" if self.kind == "avro" else self.kind)
+
+
 def parse_json_path(expression: str) -> tuple[tuple[str | int, ...], str | None]:
     """`$.a.b[0]` or `$.a["x y"]` (optionally `== value`) → (steps, expected value as text, or None: exists).
     Raises ValueError for anything else."""
@@ -85,18 +168,23 @@ def json_path_value(document: object, steps: tuple[str | int, ...]) -> object:
 
 
 def _as_text(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
+    """A JSON value, or an Avro record's field, as the text `== value` compares with."""
+    if isinstance(value, bytes | datetime.date | datetime.time | decimal.Decimal | uuid.UUID):
+        return _avro_json(value)
+    return value if isinstance(value, str) else json.dumps(value, default=_avro_json)
 
 
 @dataclass(frozen=True)
 class Filter:
     """Every given condition must hold. Substrings match the raw bytes as UTF-8 (case-sensitive); `header` is a
-    header name, optionally with `=value-substring`; `json_path` as `parse_json_path`."""
+    header name, optionally with `=value-substring`; `json_path` as `parse_json_path`, applied to the value as JSON,
+    or with `avro` to the record it decodes to (a value that does not decode never matches)."""
 
     key_contains: str = ""
     value_contains: str = ""
     header: str = ""
     json_path: str = ""
+    avro: AvroSchema | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "_path", parse_json_path(self.json_path) if self.json_path else None)
@@ -117,8 +205,8 @@ class Filter:
                 return False
         if self._path is not None:
             try:
-                document = json.loads(message.value or b"")
-            except ValueError:
+                document = self.avro.read(message.value or b"") if self.avro else json.loads(message.value or b"")
+            except ValueError:  # UndecodableValue too
                 return False
             found = json_path_value(document, self._path[0])
             if found is _MISSING or (self._path[1] is not None and _as_text(found) != _as_text(self._path[1])):
@@ -126,25 +214,37 @@ class Filter:
         return True
 
 
-def _row(message: Message, decoding: str) -> dict:
+def message_row(message: Message, decoding: Decoding) -> dict:
+    """A message as the REST API, the console and the exports show it: `timestamp` in ms since the epoch, `headers`
+    as [name, value] pairs in record order, `value_error` why the value is not shown as asked (else None)."""
+    value, error = decoding.value(message.value)
     return {"partition": message.partition, "offset": message.offset, "timestamp": message.timestamp_ms,
-            "timestamp_type": message.timestamp_type, "key": decode(message.key, decoding),
-            "value": decode(message.value, decoding),
-            "headers": {k: decode(v, decoding) for k, v in message.headers}, "size": message.size}
+            "timestamp_type": message.timestamp_type, "key": decoding.other(message.key), "value": value,
+            "value_error": error, "headers": [[k, decoding.other(v)] for k, v in message.headers],
+            "size": message.size}
 
 
-def export_jsonl(messages: list[Message], decoding: str) -> str:
-    """One JSON object a line (keys/values decoded as chosen; `timestamp` in ms since the epoch)."""
-    return "".join(json.dumps(_row(m, decoding), ensure_ascii=False) + "\n" for m in messages)
+def _export_row(message: Message, decoding: Decoding) -> dict:
+    row = message_row(message, decoding)
+    return {**row, "headers": dict(row["headers"])}
 
 
-def export_csv(messages: list[Message], decoding: str) -> str:
-    """partition, offset, timestamp, timestamp_type, key, value, headers (as JSON), size."""
+def export_jsonl(messages: list[Message], decoding: Decoding) -> str:
+    """One JSON object a line: `message_row` with headers as one object."""
+    return "".join(json.dumps(_export_row(m, decoding), ensure_ascii=False) + "\n" for m in messages)
+
+
+CSV_COLUMNS = ("partition", "offset", "timestamp", "timestamp_type", "key", "value", "value_error", "headers",
+               "size")
+
+
+def export_csv(messages: list[Message], decoding: Decoding) -> str:
+    """CSV_COLUMNS, headers as one JSON object."""
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers", "size"])
+    writer.writerow(CSV_COLUMNS)
     for m in messages:
-        row = _row(m, decoding)
-        writer.writerow([row["partition"], row["offset"], row["timestamp"], row["timestamp_type"], row["key"],
-                         row["value"], json.dumps(row["headers"], ensure_ascii=False), row["size"]])
+        row = _export_row(m, decoding)
+        row["headers"] = json.dumps(row["headers"], ensure_ascii=False)
+        writer.writerow([row[c] for c in CSV_COLUMNS])
     return out.getvalue()

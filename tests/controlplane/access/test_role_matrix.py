@@ -3,6 +3,7 @@ it (console, REST API, management command). An allowed action changes the cluste
 one answers 403 (console, REST) or exits non-zero with the reason (command line), changes nothing and is recorded
 `refused` — in both cases with the user as actor and the front end as source."""
 
+import re
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
@@ -21,6 +22,7 @@ from controlplane.access.models import ApiToken
 from controlplane.access.roles import role_of
 from controlplane.alerts.models import LagThreshold, WebhookEndpoint
 from controlplane.audit.models import AuditEntry
+from controlplane.controller.models import ExecutionState, ReassignmentExecution, ReassignmentTask
 from controlplane.groups import kafka_client
 from controlplane.groups.kafka_client import TopicPartition
 from controlplane.reports.models import ReportRun
@@ -75,6 +77,18 @@ MUTATIONS = [
     Mutation(actions.CANCEL_REASSIGNMENT, "rest", ("post", "/api/reassignments/cancel/", {"preserve_throttles": True})),
     Mutation(actions.CANCEL_REASSIGNMENT, "cli", ("reassign_partitions", "--cancel", "--preserve-throttles",
                                                   "--reassignment-json-file", str(PLANS / "orders-1-plan.json"))),
+    # the executor (issue 13): execution 51 is running or paused as the mutation needs (`world`)
+    Mutation(actions.START_REASSIGNMENT, "rest", ("post", "/api/reassignments/executions/", {
+        "partitions": [{"topic": "payments", "partition": 0, "replicas": [2]}]})),
+    Mutation(actions.PAUSE_REASSIGNMENT, "rest", ("post", "/api/reassignments/executions/51/pause/", None)),
+    Mutation(actions.RESUME_REASSIGNMENT, "rest", ("post", "/api/reassignments/executions/51/resume/", None)),
+    Mutation(actions.CANCEL_REASSIGNMENT, "rest", ("post", "/api/reassignments/executions/51/cancel/", None)),
+    Mutation(actions.START_REASSIGNMENT, "console", ("post", "/reassignments/execute/", {
+        "plan": '{"partitions": [{"topic": "payments", "partition": 0, "replicas": [2]}]}', "description": "plan",
+        "max_moves_per_broker": 10})),
+    Mutation(actions.PAUSE_REASSIGNMENT, "console", ("post", "/reassignments/51/pause/", {})),
+    Mutation(actions.RESUME_REASSIGNMENT, "console", ("post", "/reassignments/51/resume/", {})),
+    Mutation(actions.CANCEL_REASSIGNMENT, "console", ("post", "/reassignments/51/cancel/", {})),
     # Reports (issue 16): run 4242 is a queued lag report run (`world`).
     Mutation(actions.RUN_REPORTS, "console", ("post", "/reports/lag/run/", {"period_hours": "2"})),
     Mutation(actions.RUN_REPORTS, "rest", ("post", "/api/reports/runs/", {"report": "lag",
@@ -112,10 +126,18 @@ ROLES = [None, Role.VIEWER, Role.OPERATOR, Role.ADMIN]
 
 
 @pytest.fixture
-def world(cluster, monkeypatch):
+def world(cluster, monkeypatch, request):
     """A fake Kafka cluster (the groups tests' FakeGroupAdmin): group 'etl' (Empty) committed events-0 at 4. The
     metadata store (conftest `cluster`): orders-0 led by broker 2, not its preferred 1; orders-2 led by the fenced
-    broker 3. Bob, an operator, holds a token."""
+    broker 3. Bob, an operator, holds a token. For the mutations of reassignment execution 51, that execution
+    (payments-0 to broker 2, pending) is running, or paused for resume."""
+    mutation = request.node.callspec.params["mutation"]
+    if mutation.source != "cli" and re.match(r"(/api)?/reassignments/(executions/)?51/", mutation.request[1]):
+        path = mutation.request[1]
+        execution = ReassignmentExecution.objects.create(pk=51, description="spread", state=ExecutionState.PAUSED
+                                                         if path.endswith("/resume/") else ExecutionState.RUNNING)
+        ReassignmentTask.objects.create(execution=execution, topic="payments", partition=0, source_replicas=[1],
+                                        target_replicas=[2])
     fake = FakeGroupAdmin()
     monkeypatch.setattr(kafka_client, "connect", lambda: fake)
     fake.add_topic("events", FakeLog(0, [0] * 12))
@@ -141,6 +163,8 @@ def state(fake) -> tuple:
             tuple(ReportRun.objects.order_by("pk").values_list("run_id", "status")),
             tuple(PeriodicTask.objects.order_by("name").values_list("name", "crontab_id", "enabled")),
             tuple(LagThreshold.objects.values_list("group", "max_lag")),
+            tuple(ReassignmentExecution.objects.values_list("pk", "state")),
+            tuple(ReassignmentTask.objects.values_list("topic", "partition", "state")),
             tuple(WebhookEndpoint.objects.values_list("name", "notify_threshold", "reminder_interval_s")))
 
 
@@ -195,5 +219,6 @@ def test_every_action_with_a_front_end_is_in_the_matrix():
         actions.RESET_OFFSETS, actions.DELETE_CONSUMER_GROUP, actions.ELECT_PREFERRED_LEADERS,
         actions.ELECT_UNCLEAN_LEADERS, actions.CREATE_TOKEN, actions.REVOKE_USER_TOKEN, actions.SET_ROLE,
         actions.RUN_REPORTS, actions.CANCEL_REPORT_RUN, actions.SCHEDULE_REPORTS, actions.MANAGE_ALERTS,
-        actions.START_REASSIGNMENT, actions.CANCEL_REASSIGNMENT,
+        actions.START_REASSIGNMENT, actions.CANCEL_REASSIGNMENT, actions.PAUSE_REASSIGNMENT,
+        actions.RESUME_REASSIGNMENT,
         actions.CREATE_TOPICS, actions.ALTER_CONFIGS, actions.CREATE_PARTITIONS, actions.DELETE_TOPICS}

@@ -2,7 +2,10 @@
 the console's navigation; its callbacks read the metadata store and the metrics rollups, and its one action
 (preferred leader election) goes through the same check and audit call as the console's."""
 
+import gzip
 import json
+import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.test import Client as DjangoClient
@@ -10,10 +13,12 @@ from werkzeug.test import Client
 
 from controlplane.access.actions import Role
 from controlplane.audit.models import AuditEntry
+from controlplane.metrics.models import BrokerMetricPoint
 from controlplane.topics.models import Partition
 from controlplane.wsgi import application
 from tests.conftest import user_with_role
 from tests.support.dash_client import DashCallbacks
+from webui.scripts import IMMUTABLE, PLOTLY_BUNDLE
 
 # The mount sends Django's request signals, which close the connection after each request (as in production);
 # only a transactional test database survives that.
@@ -156,3 +161,42 @@ def test_an_operator_elects_preferred_leaders_from_the_dashboard(logged_in, clus
     assert elect_button(logged_in)["disabled"] is False
     assert click_elect(logged_in).startswith("Elected the preferred leader of 1 partition(s)")
     assert Partition.objects.get(topic__name="orders", partition=0).leader == 1
+
+
+def test_the_overview_is_drawn_into_its_layout_in_the_viewers_zone(logged_in, cluster):
+    """The landing page paints without a callback round trip: tiles and figures come with its layout, in the zone
+    of the viewer's cookie (which the console's pages write)."""
+    BrokerMetricPoint.objects.create(resolution=10, start=datetime.now(UTC) - timedelta(minutes=1), broker_id=1,
+                                     bytes_in=10_000, bytes_out=5_000)
+    logged_in.set_cookie("strom_tz", "Europe/Berlin")
+    components = list(_components(overview_layout(logged_in)))
+    figures = {c["props"]["id"]: c["props"]["figure"] for c in components if c.get("type") == "Graph"}
+    throughput = figures["overview-throughput"]
+    assert [s["name"] for s in throughput["data"]] == ["bytes in", "bytes out"]
+    assert throughput["layout"]["xaxis"]["title"]["text"] == "time (Europe/Berlin)"
+    assert figures["overview-load"]["data"][0]["name"] == "leader partitions"
+    brokers_tile = next(c for c in components if c.get("props", {}).get("id") == "overview-tile-brokers")
+    assert f"{cluster['running']} / {cluster['brokers']}" in json.dumps(brokers_tile)
+    assert brokers_tile["props"]["className"] == "tile bad"  # a broker is fenced
+
+
+def test_the_dashboard_loads_only_the_scripts_it_uses_compressed_and_cached_for_good(logged_in):
+    scripts = re.findall(r'<script src="([^"]+)"', logged_in.get("/dashboard/").get_data(as_text=True))
+    assert any(PLOTLY_BUNDLE.name in src for src in scripts)  # plotly.js's cartesian bundle, not plotly.min.js
+    assert any("dcc/async-graph" in src for src in scripts)
+    for unused in ("plotly/package_data", "async-mathjax", "async-markdown", "async-upload", "dash_table/async-"):
+        assert not any(unused in src for src in scripts), unused
+    assert f"v{PLOTLY_BUNDLE.name.split('-')[-1].removesuffix('.min.js')}" in PLOTLY_BUNDLE.read_text()[:200]
+
+    for url in (next(src for src in scripts if "dash_core_components." in src),
+                next(src for src in scripts if PLOTLY_BUNDLE.name in src)):
+        plain = logged_in.get(url)
+        packed = logged_in.get(url, headers={"Accept-Encoding": "gzip"})
+        assert packed.headers["Content-Encoding"] == "gzip"
+        assert gzip.decompress(packed.data) == plain.data
+        assert packed.headers["Cache-Control"] == IMMUTABLE
+        assert logged_in.get(url, headers={"Accept-Encoding": "gzip"}).data == packed.data  # compressed once
+    on_demand = logged_in.get("/dashboard/_dash-component-suites/dash/dcc/async-markdown.js")  # no fingerprint
+    assert on_demand.status_code == 200 and on_demand.headers.get("Cache-Control") != IMMUTABLE
+    status, raw = dash_callbacks(logged_in).call("reassignments-list.children", {"shell-interval.n_intervals": 1})
+    assert status == 200 and "cannot reassign" in raw.decode()  # callbacks are never answered from that cache

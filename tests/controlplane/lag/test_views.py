@@ -14,6 +14,9 @@ from controlplane.access.models import ApiToken
 from controlplane.audit.models import AuditEntry
 from controlplane.groups import kafka_client
 from controlplane.groups.kafka_client import TopicPartition
+from controlplane.lag import client as lag_client
+from controlplane.lag.client import forward
+from controlplane.topics.models import Partition, Topic
 from monitoring.http_api import MonitorHttpServer
 from tests.conftest import user_with_role
 from tests.controlplane.groups.conftest import FakeGroupAdmin, FakeLog
@@ -131,4 +134,32 @@ def test_the_groups_page_says_when_the_monitor_is_not_running(groups_in_kafka, s
     client = Client()
     client.force_login(user_with_role("viewer", Role.VIEWER))
     page = client.get("/groups/")
+    assert page.status_code == 200 and 'id="no-lag-monitor"' in page.content.decode()
+
+
+def test_the_topic_page_shows_the_groups_reading_it_with_their_lag_in_one_monitor_request(monkeypatch):
+    topic = Topic.objects.create(name="orders")
+    for p in range(2):
+        Partition.objects.create(topic=topic, partition=p, replicas=[1], isr=[1], leader=1)
+    asked = []
+    monkeypatch.setattr(lag_client, "forward", lambda *a, **k: asked.append(a[1]) or forward(*a, **k))
+    client = Client()
+    client.force_login(user_with_role("viewer", Role.VIEWER))
+    page = client.get("/topics/orders/")
+    assert asked == ["/strom/v1/topics/orders/groups"]
+    rows = page.context["consumers"]["groups"]
+    assert [(g["group"], g["lag"], g["alert_status"], g["topic_status"]) for g in rows] == [
+        ("billing", 0, "OK", "OK"), ("slow", 1800 - 14, "ERR", "WARN")]
+    html = page.content.decode()
+    assert 'href="/groups/slow/"' in html and '<td class="lag">1786</td>' in html and "1 of 2" in html
+    api = json.loads(get("/api/lag/topics/orders/groups/", f"Token {token(Role.VIEWER)}").content)
+    assert api["groups"] == rows
+
+
+def test_the_topic_page_says_when_the_monitor_is_not_running(settings):
+    settings.STROM_LAG_MONITOR_URL = "http://127.0.0.1:9"
+    Topic.objects.create(name="orders")
+    client = Client()
+    client.force_login(user_with_role("viewer", Role.VIEWER))
+    page = client.get("/topics/orders/")
     assert page.status_code == 200 and 'id="no-lag-monitor"' in page.content.decode()

@@ -15,6 +15,7 @@ from controlplane.metrics.models import (
     LogDirMetricPoint,
     PartitionReplicaSize,
     TopicMetricPoint,
+    TopicTotals,
 )
 from controlplane.metrics.prune import prune_points
 
@@ -119,6 +120,10 @@ def test_each_replicas_latest_size_is_kept_for_the_retention_report():
         "broker_id", "topic", "partition", "log_dir", "size_bytes", "leader", "log_end_offset")
     assert list(replicas) == [(1, "t", 0, "/d1", 1200, True, 30), (2, "t", 0, "/d2", 1500, False, 20)]
     assert PartitionReplicaSize.objects.get(broker_id=1).sampled_at == to_datetime(T0 + 20_000)
+    # the topic list's totals: both replicas' sizes, messages from the leader's (broker 1) offsets only
+    assert TopicTotals.objects.values_list("topic", "size_bytes", "messages").get() == ("t", 1200 + 1500, 30)
+    ingest(two.round(T0 + 20_000, {}, {"u": (0, 7)}))  # a topic whose partition has no leader reported
+    assert TopicTotals.objects.values_list("topic", "size_bytes", "messages").get(topic="u") == ("u", 7, None)
 
 
 def test_history_seen_only_from_the_middle_is_a_baseline_not_a_spike():

@@ -1,7 +1,9 @@
 """Every topic action of the console in a real headless Chromium, as an admin: the live name check, create, the
-detail page, an inline config edit (refused by Kafka's validation, then accepted), adding partitions, preferred
-election and deletion with the typed name; an operator sees the admin's buttons disabled with the reason.
-One test (one live server): screenshots under var/screenshots/topics-*.png."""
+detail page, an inline config edit (refused by Kafka's validation, then accepted) and reset, adding partitions,
+the consumer groups reading a topic with their lag (from a real lag-monitor HTTP server), preferred election and
+deletion with the typed name; an operator sees the admin's buttons disabled with the reason. One test (one live
+server): screenshots under var/screenshots/topics-*.png. Browsing and producing messages (and Avro) are in
+test_message_browser.py, which has a broker."""
 
 import re
 
@@ -10,9 +12,22 @@ from playwright.sync_api import expect
 
 from controlplane.access.actions import Role
 from controlplane.topics.models import Partition, Topic
+from monitoring.http_api import MonitorHttpServer
 from tests.conftest import PASSWORD, SCREENSHOTS, user_with_role
+from tests.monitoring.test_http_api import monitor  # noqa: F401 (the fixture: groups billing OK, slow WARN on orders)
 
 pytestmark = pytest.mark.browser
+SECRET = "cluster-s3cret"
+
+
+@pytest.fixture
+def lag_monitor(monitor, settings):  # noqa: F811
+    server = MonitorHttpServer(monitor, secret=SECRET)
+    server.start()
+    settings.STROM_CLUSTER_SECRET = SECRET
+    settings.STROM_LAG_MONITOR_URL = f"http://127.0.0.1:{server.port}"
+    yield
+    server.stop()
 
 
 def log_in(page, base_url: str, username: str) -> None:
@@ -23,7 +38,7 @@ def log_in(page, base_url: str, username: str) -> None:
     expect(page.get_by_role("heading", name="Cluster overview")).to_be_visible()
 
 
-def test_topic_actions_in_the_console(page, live_app, cluster):
+def test_topic_actions_in_the_console(page, live_app, cluster, lag_monitor):
     user_with_role("alice", Role.ADMIN)
     user_with_role("olga", Role.OPERATOR)
     Partition.objects.filter(topic__name="orders", partition=0).update(leader=2)
@@ -61,6 +76,11 @@ def test_topic_actions_in_the_console(page, live_app, cluster):
     segment.get_by_role("button", name="Save").click()
     expect(page.locator("#configs tr[data-config='segment.ms']")).to_contain_text("topic")
     assert Topic.objects.get(name="order_events").configs == {"retention.ms": "86400000", "segment.ms": "600000"}
+    page.locator("#configs tr[data-config='retention.ms']").get_by_role("button", name="Reset").click()
+    expect(page.get_by_role("status").first).to_contain_text("retention.ms is back to its default.")
+    expect(page.locator("#configs tr[data-config='retention.ms'] td").nth(2)).to_have_text("default")
+    assert Topic.objects.get(name="order_events").configs == {"segment.ms": "600000"}
+    expect(page.locator("#consumers")).to_contain_text("No consumer group has committed offsets on this topic.")
 
     page.fill("#add-partitions input[name=count]", "3")
     page.get_by_role("button", name="Add partitions").click()
@@ -68,6 +88,12 @@ def test_topic_actions_in_the_console(page, live_app, cluster):
     page.screenshot(path=SCREENSHOTS / "topics-detail.png", full_page=True)
 
     page.goto(f"{live_app}/topics/orders/")
+    groups = page.locator("#consumer-groups tbody tr")
+    expect(groups).to_have_count(2)
+    expect(groups.nth(1)).to_contain_text("slow")
+    expect(groups.nth(1).locator("td.lag").first).to_have_text("1786")
+    expect(groups.nth(1).get_by_role("link", name="slow")).to_have_attribute("href", "/groups/slow/")
+    page.locator("#consumers").screenshot(path=SCREENSHOTS / "topics-detail-groups.png")
     page.get_by_role("button", name="Elect preferred leaders").click()
     expect(page).to_have_url(re.compile(r"/topics/orders/$"))
     expect(page.get_by_role("status").first).to_contain_text("Elected a new leader for 1 partition(s)")

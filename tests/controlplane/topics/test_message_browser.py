@@ -1,6 +1,7 @@
 """The message browser against a REAL standalone broker, read with confluent-kafka: seek by offset, time and
 latest − N, newest-first, filters with a bounded scan and a cursor that loses nothing, produce by key or
-partition. Records are known, so every page is checked against an oracle."""
+partition, Avro values in Confluent's wire format (and malformed ones). Records are known, so every page is
+checked against an oracle."""
 
 import datetime
 import json
@@ -22,11 +23,24 @@ from controlplane.topics.message_format import Filter
 from controlplane.topics.models import Partition, Topic
 from tests.conftest import PASSWORD, SCREENSHOTS, user_with_role
 from tests.support.broker import standalone_broker
+from tests.support.confluent_avro import confluent_avro
 
 TOPIC, PARTITIONS, PER_PARTITION = "browse", 3, 200
 # An hour ago (whole seconds): records older than retention.ms (7 days) would be deleted as soon as a new record
 # rolls their segment.
 T0 = (int(time.time()) - 3600) * 1000
+
+
+AVRO_TOPIC, SCHEMA_ID = "browse-avro", 7
+ORDER = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"},
+                                                       {"name": "customer", "type": "string"}]}
+# Offsets 0-5: three well-formed values, then a plain JSON value, a value cut short, another schema id; a tombstone.
+AVRO_VALUES = [(f"order-{i}".encode(), confluent_avro({"id": i, "customer": f"c{i % 2}"}, ORDER, SCHEMA_ID))
+               for i in range(3)] + [
+    (b"json", b'{"id": 3}'),
+    (b"cut", confluent_avro({"id": 4, "customer": "c0"}, ORDER, SCHEMA_ID)[:-2]),
+    (b"other", confluent_avro({"id": 5, "customer": "c1"}, ORDER, SCHEMA_ID + 1)),
+    (b"tombstone", None)]
 
 
 def record(p: int, i: int) -> tuple[bytes, bytes, int]:
@@ -40,8 +54,11 @@ def broker(tmp_path_factory):
     with standalone_broker(tmp_path_factory.mktemp("broker")) as running:
         from confluent_kafka.admin import AdminClient, NewTopic
         admin = AdminClient({"bootstrap.servers": running.bootstrap})
-        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(30)
+        for name, count in ((TOPIC, PARTITIONS), (AVRO_TOPIC, 1)):
+            admin.create_topics([NewTopic(name, count, 1)])[name].result(30)
         producer = Producer({"bootstrap.servers": running.bootstrap, "linger.ms": 5})
+        for key, value in AVRO_VALUES:
+            producer.produce(AVRO_TOPIC, value, key, partition=0)
         for p in range(PARTITIONS):
             for i in range(PER_PARTITION):
                 key, value, ts = record(p, i)
@@ -54,10 +71,11 @@ def broker(tmp_path_factory):
 @pytest.fixture
 def topic(broker, db, settings):
     settings.STROM_BOOTSTRAP_SERVERS = broker.bootstrap
-    created = Topic.objects.create(name=TOPIC)
-    for p in range(PARTITIONS):
-        Partition.objects.create(topic=created, partition=p, replicas=[1], isr=[1], leader=1)
-    return created
+    for name, count in ((TOPIC, PARTITIONS), (AVRO_TOPIC, 1)):
+        created = Topic.objects.create(name=name)
+        for p in range(count):
+            Partition.objects.create(topic=created, partition=p, replicas=[1], isr=[1], leader=1)
+    return Topic.objects.get(name=TOPIC)
 
 
 def offsets(page) -> list[tuple[int, int]]:
@@ -163,6 +181,41 @@ def test_rest_browse_export_and_produce(topic):
     assert operator.get(url, {"json_path": "a.b"}).json()["error"] == "INVALID_REQUEST"
 
 
+def test_avro_values_decode_and_malformed_ones_are_shown_per_record(topic):
+    operator = client_as(Role.OPERATOR)
+    url = f"/api/topics/{AVRO_TOPIC}/messages/"
+    params = {"start": "earliest", "decode": "avro", "avro_schema": json.dumps(ORDER), "schema_id": SCHEMA_ID}
+    page = operator.get(url, params)
+    assert page.status_code == 200
+    rows = page.json()["messages"]
+    assert [json.loads(r["value"]) for r in rows[:3]] == [{"id": i, "customer": f"c{i % 2}"} for i in range(3)]
+    assert [r["key"] for r in rows] == [k.decode() for k, _ in AVRO_VALUES]
+    errors = [r["value_error"] for r in rows]
+    assert errors[:4] == [None, None, None, "not in Confluent's wire format (magic byte 0, 4-byte schema id)"]
+    assert errors[4].startswith("does not decode with the given schema (schema id 7): EOFError")
+    assert errors[5:] == ["schema id 8, not the given 7", None]
+    assert rows[3]["value"] == b'{"id": 3}'.hex(" ") and rows[6]["value"] is None
+    without_id = operator.get(url, {**params, "schema_id": ""}).json()["messages"]
+    assert json.loads(without_id[5]["value"]) == {"id": 5, "customer": "c1"}
+
+    matching = operator.get(url, {**params, "json_path": '$.customer == "c0"'}).json()["messages"]
+    assert [r["offset"] for r in matching] == [0, 2]
+    lines = operator.get(url, {**params, "export": "jsonl"}).content.decode().splitlines()
+    assert [json.loads(line)["value_error"] is None for line in lines] == [True] * 3 + [False] * 3 + [True]
+
+    for bad, message in (({"avro_schema": ""}, "decode=avro needs"), ({"avro_schema": "{"}, "not an Avro schema"),
+                         ({"schema_id": "x"}, "schema_id must be a whole number"),
+                         ({"schema_id": "-1"}, "schema_id is a schema registry id")):
+        refused = operator.get(url, {**params, **bad})
+        assert (refused.status_code, refused.json()["error"]) == (400, "INVALID_REQUEST")
+        assert message in refused.json()["message"]
+
+    console = Client()
+    console.force_login(user_with_role("olga", Role.OPERATOR))
+    shown = console.get(f"/topics/{AVRO_TOPIC}/messages/", params).content.decode()
+    assert shown.count('class="error value-error"') == 3 and "schema id 8, not the given 7" in shown
+
+
 def test_viewers_see_no_message_contents(topic):
     viewer = client_as(Role.VIEWER)
     url = f"/api/topics/{TOPIC}/messages/"
@@ -179,14 +232,14 @@ def test_console_browse_and_produce(topic):
     operator.force_login(user_with_role("olga", Role.OPERATOR))
     page = operator.get(f"/topics/{TOPIC}/messages/", {"start": "offset", "offset": 5, "partitions": "1",
                                                         "limit": 3, "tz": "Asia/Tokyo", "decode": "json"})
-    assert [r["m"].offset for r in page.context["rows"]] == [5, 6, 7]
+    assert [r["offset"] for r in page.context["rows"]] == [5, 6, 7]
     assert page.context["rows"][0]["time"].endswith("+09:00")
     assert "cursor=1%3A8" in page.content.decode()
     produced = operator.post(f"/topics/{TOPIC}/produce/", {"key": "", "value": "hi", "partition": "1",
                                                            "headers": "a=b\n"})
     assert "start=offset&partitions=1&offset=" in produced["Location"]
     shown = operator.get(produced["Location"]).context["rows"]
-    assert (shown[0]["value"], shown[0]["headers"], shown[0]["key"]) == ("hi", [("a", "b")], None)
+    assert (shown[0]["value"], shown[0]["headers"], shown[0]["key"]) == ("hi", [["a", "b"]], None)
 
     viewer = Client()
     viewer.force_login(user_with_role("vic", Role.VIEWER))
@@ -234,3 +287,16 @@ def test_message_browser_in_chromium(page, live_app, topic):
     page.get_by_role("button", name="Produce").click()
     expect(page.get_by_role("status").first).to_contain_text("Produced to partition 1 at offset")
     expect(rows.first).to_contain_text("from chromium")
+
+    page.goto(f"{live_app}/topics/{AVRO_TOPIC}/messages/")
+    expect(page.locator("#avro")).to_be_hidden()
+    page.select_option("#start", "earliest")
+    page.select_option("#decode", "avro")
+    page.fill("textarea[name=avro_schema]", json.dumps(ORDER))
+    page.fill("input[name=schema_id]", str(SCHEMA_ID))
+    page.get_by_role("button", name="Browse").click()
+    expect(rows).to_have_count(len(AVRO_VALUES))
+    expect(rows.first.locator("pre.value")).to_contain_text('"customer": "c0"')
+    expect(page.locator(".value-error")).to_have_count(3)
+    expect(rows.nth(5)).to_contain_text("schema id 8, not the given 7")
+    page.screenshot(path=SCREENSHOTS / "topics-messages-avro.png", full_page=True)

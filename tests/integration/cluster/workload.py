@@ -117,9 +117,9 @@ def audit_acknowledged(acks: list[Ack], records: list[tuple[int, int]]) -> None:
     assert [a.value for a in acked_values] == sorted(a.value for a in acks), "acknowledged records out of order"
 
 
-def replica_bytes(log_dir: Path, topic: str, high_watermark: int) -> bytes:
-    """The stored batches of partition 0 below the high watermark, concatenated across segments."""
-    data = b"".join(p.read_bytes() for p in sorted((log_dir / f"{topic}-0").glob("*.log")))
+def replica_bytes(log_dir: Path, topic: str, high_watermark: int, partition: int = 0) -> bytes:
+    """The stored batches of a partition below the high watermark, concatenated across segments."""
+    data = b"".join(p.read_bytes() for p in sorted((log_dir / f"{topic}-{partition}").glob("*.log")))
     end = 0
     for position, header in iter_batches(memoryview(data)):
         if header.next_offset > high_watermark:

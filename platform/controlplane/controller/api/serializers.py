@@ -101,3 +101,78 @@ class ProposalSerializer(serializers.Serializer):
     bytes_to_move = serializers.IntegerField()
     brokers = BrokerLoadSerializer(many=True)
     plan = PlanPartitionSerializer(many=True, help_text="the partitions to POST to /api/reassignments/")
+
+
+class ProposalRequestSerializer(serializers.Serializer):
+    goal = serializers.CharField()
+    brokers = serializers.ListField(child=serializers.IntegerField(), default=list,
+                                    help_text="brokers to decommission")
+    topic = serializers.CharField(required=False, allow_null=True, default=None)
+    replication_factor = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1)
+
+
+class CreateExecutionSerializer(serializers.Serializer):
+    """A plan (`partitions`, Kafka's format) or a proposal to compute now (`proposal`), run in batches."""
+
+    partitions = PlanPartitionSerializer(many=True, required=False, allow_empty=False)
+    proposal = ProposalRequestSerializer(required=False)
+    description = serializers.CharField(required=False, max_length=200, default="")
+    throttle = serializers.IntegerField(default=-1, min_value=-1, help_text="replication throttle, B/s; -1: none")
+    max_moves_per_broker = serializers.IntegerField(default=10, min_value=1)
+    max_moves = serializers.IntegerField(default=1250, min_value=1)
+
+    def validate(self, attrs):
+        if ("partitions" in attrs) == ("proposal" in attrs):
+            raise serializers.ValidationError("give either partitions (a plan) or proposal (a goal)")
+        return attrs
+
+
+class _ProgressFields(serializers.Serializer):
+    """bytes_to_copy / bytes_copied as stored; fraction, rate (B/s, averaged since the copy started) and ETA (s)."""
+
+    bytes_to_copy = serializers.IntegerField()
+    bytes_copied = serializers.IntegerField()
+    fraction = serializers.SerializerMethodField()
+    rate = serializers.SerializerMethodField()
+    eta_s = serializers.SerializerMethodField()
+
+    def get_fraction(self, obj) -> float:
+        return obj.progress().fraction
+
+    def get_rate(self, obj) -> float | None:
+        return obj.progress().rate
+
+    def get_eta_s(self, obj) -> float | None:
+        return obj.progress().eta_s
+
+
+class ReassignmentTaskSerializer(_ProgressFields):
+    topic = serializers.CharField()
+    partition = serializers.IntegerField()
+    source_replicas = serializers.ListField(child=serializers.IntegerField())
+    target_replicas = serializers.ListField(child=serializers.IntegerField())
+    state = serializers.CharField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    error = serializers.CharField()
+
+
+class ExecutionSerializer(_ProgressFields):
+    id = serializers.IntegerField()
+    description = serializers.CharField()
+    state = serializers.CharField()
+    created_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
+    created_at = serializers.DateTimeField()
+    copy_started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    throttle = serializers.IntegerField()
+    max_moves_per_broker = serializers.IntegerField()
+    max_moves = serializers.IntegerField()
+    tasks_by_state = serializers.SerializerMethodField()
+
+    def get_tasks_by_state(self, obj) -> dict[str, int]:
+        return obj.tasks_by_state()
+
+
+class ExecutionDetailSerializer(ExecutionSerializer):
+    tasks = ReassignmentTaskSerializer(many=True)

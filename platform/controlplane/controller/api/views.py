@@ -1,7 +1,7 @@
 from dataclasses import asdict
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import viewsets
+from rest_framework import mixins, viewsets
 from rest_framework.decorators import action as route
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -12,12 +12,16 @@ from controlplane.access.actions import Action
 from controlplane.access.rest import ActionViewMixin
 from controlplane.core.errors import KafkaApiError
 
-from .. import election, plans, proposals, reassignment, throttles
+from .. import election, executor, plans, proposals, reassignment, throttles
+from ..models import ReassignmentExecution
 from .serializers import (
     CancelSerializer,
+    CreateExecutionSerializer,
     ElectLeadersResultSerializer,
     ElectLeadersSerializer,
     ExecutePlanSerializer,
+    ExecutionDetailSerializer,
+    ExecutionSerializer,
     GeneratedPlanSerializer,
     PartitionResultSerializer,
     ProposalSerializer,
@@ -56,6 +60,15 @@ def _entries(partitions: list[dict]) -> list[plans.PlanEntry]:
     return [plans.PlanEntry(p["topic"], p["partition"], tuple(p["replicas"])) for p in partitions]
 
 
+def _partitions_target(body: dict) -> str:
+    """The audit target of a request naming partitions (in a body not validated yet)."""
+    partitions = body.get("partitions")
+    if not isinstance(partitions, list):
+        return "partitions:all"
+    return "partitions:" + ",".join(f"{p.get('topic')}-{p.get('partition')}" for p in partitions
+                                    if isinstance(p, dict))
+
+
 def _valid(serializer_class, data) -> dict:
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
@@ -77,11 +90,7 @@ class ReassignmentViewSet(ActionViewMixin, viewsets.ViewSet):
         return super().handle_exception(exc)
 
     def audit_target(self) -> str:
-        partitions = self.request_body().get("partitions")
-        if not isinstance(partitions, list):
-            return "partitions:all"
-        return "partitions:" + ",".join(f"{p.get('topic')}-{p.get('partition')}" for p in partitions
-                                        if isinstance(p, dict))
+        return _partitions_target(self.request_body())
 
     @extend_schema(responses=ReassignmentSerializer(many=True))
     def list(self, request):
@@ -183,3 +192,74 @@ class ProposalView(APIView):
             "goal": query.get("goal"), "moves": moves, "replica_moves": proposal.replica_moves,
             "bytes_to_move": proposal.bytes_to_move, "brokers": loads,
             "plan": [asdict(e) for e in proposals.plan_entries(proposal)]}).data)
+
+
+class ReassignmentExecutionViewSet(ActionViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                                   viewsets.GenericViewSet):
+    """Plans run by the executor (`controller.executor`): in batches under per-broker and cluster limits, ordered
+    to keep partitions at or above min.insync.replicas, with progress per partition and overall (bytes, rate,
+    ETA). Create from a plan or a proposal; pause, resume or cancel one as a whole. The list is the history,
+    newest first."""
+
+    queryset = ReassignmentExecution.objects.select_related("created_by").prefetch_related("tasks")
+    lookup_value_regex = r"\d+"
+    mutations = {"create": actions.START_REASSIGNMENT, "pause": actions.PAUSE_REASSIGNMENT,
+                 "resume": actions.RESUME_REASSIGNMENT, "cancel": actions.CANCEL_REASSIGNMENT}
+
+    def get_serializer_class(self):
+        return ExecutionDetailSerializer if self.action != "list" else ExecutionSerializer
+
+    def handle_exception(self, exc):
+        if isinstance(exc, KafkaApiError):
+            return Response(exc.as_json(), status=exc.status)
+        return super().handle_exception(exc)
+
+    def audit_target(self) -> str:
+        if "pk" in self.kwargs:
+            return f"reassignment:{self.kwargs['pk']}"
+        proposal = self.request_body().get("proposal")
+        if isinstance(proposal, dict):
+            return f"proposal:{proposal.get('goal')}"
+        return _partitions_target(self.request_body())
+
+    @extend_schema(request=CreateExecutionSerializer, responses={201: ExecutionDetailSerializer})
+    def create(self, request):
+        data = _valid(CreateExecutionSerializer, request.data)
+        with self.audited_change() as change:
+            if "proposal" in data:
+                goal = data["proposal"]
+                entries = proposals.plan_entries(proposals.propose(
+                    goal["goal"], goal["brokers"], goal["topic"], goal["replication_factor"]))
+                description = data["description"] or proposals.describe(
+                    goal["goal"], goal["brokers"], goal["topic"], goal["replication_factor"])
+            else:
+                entries = _entries(data["partitions"])
+                description = data["description"] or "plan"
+            execution = executor.create(entries, description, request.user, data["throttle"],
+                                        data["max_moves_per_broker"], data["max_moves"])
+            change.after = {"execution": execution.pk, "throttle": execution.throttle,
+                            "targets": {f"{e.topic}-{e.partition}": list(e.replicas) for e in entries}}
+        return Response(ExecutionDetailSerializer(self.get_queryset().get(pk=execution.pk)).data, status=201)
+
+    def _control(self, operation, pk):
+        with self.audited_change() as change:
+            execution = operation(int(pk))
+            change.after = {"state": execution.state}
+        return Response(ExecutionDetailSerializer(self.get_queryset().get(pk=execution.pk)).data)
+
+    @extend_schema(request=None, responses=ExecutionDetailSerializer)
+    @route(detail=True, methods=["post"])
+    def pause(self, request, pk=None):
+        """No new moves start; those in progress finish."""
+        return self._control(executor.pause, pk)
+
+    @extend_schema(request=None, responses=ExecutionDetailSerializer)
+    @route(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        return self._control(executor.resume, pk)
+
+    @extend_schema(request=None, responses=ExecutionDetailSerializer)
+    @route(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Pending moves are cancelled, moves in progress reverted to their original replicas."""
+        return self._control(executor.cancel, pk)

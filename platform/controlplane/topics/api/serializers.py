@@ -109,6 +109,9 @@ class MessageSerializer(serializers.Serializer):
     timestamp_type = serializers.ChoiceField(choices=["CreateTime", "LogAppendTime"])
     key = serializers.CharField(allow_null=True, help_text="decoded as `decode` asks")
     value = serializers.CharField(allow_null=True)
+    value_error = serializers.CharField(allow_null=True, help_text="why the value is not shown as `decode` asks "
+                                        "(e.g. not Avro in Confluent's wire format, another schema id): it is then "
+                                        "shown in hex")
     headers = serializers.ListField(child=serializers.ListField(child=serializers.CharField(allow_null=True)),
                                     help_text="[name, value] pairs in record order")
     size = serializers.IntegerField(help_text="bytes of key, value and headers")

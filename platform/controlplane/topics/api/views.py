@@ -17,8 +17,8 @@ from controlplane.core.serializers import ErrorSerializer, one_line
 from .. import message_browser, services
 from ..describe import config_entries, partition_rows
 from ..filtersets import PartitionFilterSet, TopicFilterSet
-from ..listing import ORDERINGS, topic_summaries
-from ..message_format import decode, export_csv, export_jsonl
+from ..listing import ORDERINGS, SortedTopics, topic_summaries
+from ..message_format import export_csv, export_jsonl, message_row
 from ..models import Partition
 from .serializers import (
     CreatePartitionsSerializer,
@@ -86,6 +86,9 @@ class TopicViewSet(ActionViewMixin, mixins.ListModelMixin, viewsets.GenericViewS
             return topic_summaries(ordering=self.request.query_params.get("ordering", "name"))
         except ValueError as e:
             raise KafkaApiError("INVALID_REQUEST", str(e)) from None
+
+    def paginate_queryset(self, queryset):
+        return super().paginate_queryset(SortedTopics(queryset))
 
     def audit_target(self) -> str:
         if "name" in self.kwargs:
@@ -163,7 +166,10 @@ class TopicViewSet(ActionViewMixin, mixins.ListModelMixin, viewsets.GenericViewS
             ("order", "oldest (forward, default) | newest (newest first)"), ("limit", "1-500, default 50"),
             ("key_contains", "substring of the key"), ("value_contains", "substring of the value"),
             ("header", "a header name, or name=value-substring"), ("json_path", "$.a.b[0] or $.a == value"),
-            ("decode", "text (default) | json | hex | base64"), ("cursor", "from the previous page"),
+            ("decode", "text (default) | json | hex | base64 | avro (values in Confluent's wire format)"),
+            ("avro_schema", "with decode=avro: the values' Avro schema (JSON); a JSON path then reads the record"),
+            ("schema_id", "with decode=avro: the id values must carry (others are shown as such)"),
+            ("cursor", "from the previous page"),
             ("export", "jsonl | csv")))],
         responses={200: MessagePageSerializer, 400: _INVALID, 403: ErrorSerializer, 404: _NOT_FOUND})
     @extend_schema(methods=["POST"], summary="Produce one test message (operator role), acks=all",
@@ -186,11 +192,7 @@ class TopicViewSet(ActionViewMixin, mixins.ListModelMixin, viewsets.GenericViewS
                                 headers={"Content-Disposition": f'attachment; filename="{name}.{export}"'})
         if export:
             raise KafkaApiError("INVALID_REQUEST", "export must be jsonl or csv")
-        rows = [{"partition": m.partition, "offset": m.offset, "timestamp": m.timestamp_ms,
-                 "timestamp_type": m.timestamp_type, "key": decode(m.key, browse.decoding),
-                 "value": decode(m.value, browse.decoding),
-                 "headers": [[k, decode(v, browse.decoding)] for k, v in m.headers], "size": m.size}
-                for m in page.messages]
+        rows = [message_row(m, browse.decoding) for m in page.messages]
         return Response(MessagePageSerializer({"messages": rows, "cursor": page.cursor, "scanned": page.scanned,
                                                "watermarks": {str(p): list(w) for p, w in page.watermarks.items()}
                                                }).data)

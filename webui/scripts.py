@@ -1,0 +1,88 @@
+"""What the browser loads before the first chart can draw, kept small (issue 15: first paint under 1 s).
+
+- plotly.js: `assets/plotly-cartesian-<version>.min.js`, plotly.js's cartesian bundle (scatter, bar and
+  heatmap, every trace type the pages draw: 1.5 MB, against 4.8 MB for the full plotly.min.js Dash would
+  load), sets `window.Plotly`, which dcc.Graph then uses instead of loading its own. Its version is the
+  plotly.js of the installed `plotly` package (tests/webui/test_scripts.py checks it after an upgrade).
+- Async chunks of dcc and dash_table that no page uses (markdown, mathjax, highlight, slider, upload, every
+  dash_table chunk; about 3.6 MB) are loaded on demand only, instead of with the page as `eager_loading`
+  loads the rest.
+- Responses are compressed (Flask-Compress: zstd, br or gzip, as the browser accepts). Immutable ones —
+  component suites under fingerprinted URLs and assets stamped `?m=<mtime>` — are compressed once per process
+  and may be cached by the browser for a year.
+
+Dash keeps its resource lists per library module, so `load_lean` changes them for every app in the process
+(there is one: see `source`).
+"""
+
+import threading
+from pathlib import Path
+
+import flask
+from dash import Dash, dash_table, dcc
+from dash.fingerprint import check_fingerprint
+from flask_compress import Compress
+from plotly.offline import get_plotlyjs_version
+
+PLOTLY_BUNDLE = Path(__file__).with_name("assets") / f"plotly-cartesian-{get_plotlyjs_version()}.min.js"
+EAGER_CHUNKS = ("dcc/async-graph.js", "dcc/async-dropdown.js", "dcc/async-datepicker.js")
+"""The async chunks the pages use (dcc.Graph, dcc.Dropdown, dcc.DatePickerRange), loaded with the page."""
+IMMUTABLE = "public, max-age=31536000, immutable"
+
+
+def _load_unused_chunks_on_demand() -> None:
+    for resource in (*dcc._js_dist, *dash_table._js_dist):
+        path = resource.get("relative_package_path", "")
+        if resource.get("namespace") == "plotly" or (resource.get("async") is True and path not in EAGER_CHUNKS):
+            resource["async"] = "lazy"
+
+
+def _is_immutable(request: flask.Request) -> bool:
+    """A component suite under a fingerprinted URL (Dash answers it with a year's max-age) or an `?m=`-stamped
+    asset: its URL changes whenever its content does."""
+    if request.method != "GET":
+        return False
+    if "/_dash-component-suites/" in request.path:
+        return check_fingerprint(request.path.split("/_dash-component-suites/", 1)[1])[1]
+    return "/assets/" in request.path and "m" in request.args
+
+
+class _CompressedOnce:
+    """Flask-Compress's cache: compressed immutable responses by (algorithm, URL); nothing else is kept (the
+    key `_cache_key` gives every other response is empty)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> bytes | None:
+        return self._entries.get(key)
+
+    def set(self, key: str, value: bytes) -> None:
+        if not key.endswith(";"):
+            with self._lock:
+                self._entries[key] = value
+
+
+def _cache_key(request: flask.Request) -> str:
+    return request.full_path if _is_immutable(request) else ""
+
+
+def _cache_for_good(response: flask.Response) -> flask.Response:
+    """Runs before Flask-Compress (registered after it). An asset is sent as a file stream, which Flask-Compress
+    would compress again on every request (and not with gzip): it is read whole so its compression is kept."""
+    if _is_immutable(flask.request) and response.status_code == 200:
+        response.headers["Cache-Control"] = IMMUTABLE
+        if response.is_streamed:
+            response.direct_passthrough = False
+            response.set_data(response.get_data())
+    return response
+
+
+def load_lean(app: Dash) -> None:
+    """Configure `app` (built with `eager_loading=True`, assets in webui/assets) as described above."""
+    assert PLOTLY_BUNDLE.exists(), f"{PLOTLY_BUNDLE.name} is missing: the plotly.js bundle must match plotly"
+    _load_unused_chunks_on_demand()
+    app.server.config.update(COMPRESS_CACHE_BACKEND=_CompressedOnce, COMPRESS_CACHE_KEY=_cache_key)
+    Compress(app.server)
+    app.server.after_request(_cache_for_good)

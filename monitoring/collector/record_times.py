@@ -5,9 +5,11 @@ each partition one fetch starts at the lowest wanted offset and reads on until t
 passed (usually one fetch: a batch holds many records), so every group's position on that partition is
 answered by the same pass. The answer for an offset is the first record at or after it (a record
 compacted away or deleted by retention is skipped to the next one); a partition that ends before any data
-record (e.g. only transaction markers follow) has nothing unconsumed. Answers are cached by (topic,
-partition, offset): a record's timestamp never changes, so a group that does not move costs no new
-fetch. Timestamps are the records' own (CreateTime or LogAppendTime, as the topic says).
+record (e.g. only transaction markers follow) has nothing unconsumed. A record's timestamp never
+changes, so answers are cached by (topic, partition, offset) — a group that does not move costs no new
+fetch — and so is each partition's latest pass (the offsets and timestamps read, at most `RUN_RECORDS`):
+a group that moves on within what was read is answered without a fetch too. Timestamps are the records'
+own (CreateTime or LogAppendTime, as the topic says).
 
 Cost: a Strom broker answers a Fetch in about 0.5-1 ms per partition (measured: 1,000 partitions in
 0.5-1 s), so the service fetches from its own thread, capped per pass (`lag-seconds-lookups`
@@ -26,6 +28,10 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Topic
 logger = logging.getLogger(__name__)
 
 Position = tuple[str, int, int]  # (topic, partition, offset)
+Run = tuple[list[int], list[int]]  # offsets (ascending) and the timestamps (ms) of the records read in one pass
+
+RUN_RECORDS = 1000
+"""Records kept per partition from its latest pass (the first ones read: the positions asked for are at the start)."""
 
 
 class RecordTimeReader:
@@ -45,6 +51,7 @@ class RecordTimeReader:
         })
         self._timeout_s = timeout_s
         self._cache: dict[Position, int | None] = {}
+        self._runs: dict[tuple[str, int], Run] = {}  # each partition's latest pass
         self._looked_up: dict[tuple[str, int], float] = {}  # (topic, partition) → monotonic time of the last fetch
 
     def append_times(self, positions: Iterable[Position], max_partitions: int | None = None
@@ -54,7 +61,7 @@ class RecordTimeReader:
         (those looked up longest ago first); positions not fetched or not answered within the timeout are
         left out (unknown)."""
         wanted = set(positions)
-        known = {p: self._cache[p] for p in wanted if p in self._cache}
+        known = self.known(wanted)
         by_partition: dict[tuple[str, int], list[int]] = collections.defaultdict(list)
         for topic, partition, offset in wanted - known.keys():
             by_partition[(topic, partition)].append(offset)
@@ -68,6 +75,8 @@ class RecordTimeReader:
             for tp in order:
                 self._looked_up[tp] = now
                 offsets, stamps = records.get(tp, ([], []))
+                if offsets:
+                    self._runs[tp] = (offsets[:RUN_RECORDS], stamps[:RUN_RECORDS])
                 for offset in by_partition[tp]:
                     i = bisect.bisect_left(offsets, offset)
                     if i < len(offsets):
@@ -78,9 +87,18 @@ class RecordTimeReader:
         return known
 
     def known(self, positions: Iterable[Position]) -> dict[Position, int | None]:
-        """The cached answers for `positions` (no fetch); safe to call from another thread."""
-        cache = self._cache
-        return {p: cache[p] for p in positions if p in cache}
+        """The answers for `positions` without a fetch: cached, or within the offsets its partition's latest
+        pass read (the first record there at or after the offset); safe to call from another thread."""
+        cache, runs = self._cache, self._runs
+        answers: dict[Position, int | None] = {}
+        for position in positions:
+            if position in cache:
+                answers[position] = cache[position]
+                continue
+            run = runs.get(position[:2])
+            if run is not None and run[0][0] <= position[2] <= run[0][-1]:
+                answers[position] = run[1][bisect.bisect_left(run[0], position[2])]
+        return answers
 
     def _read(self, ranges: dict[tuple[str, int], tuple[int, int]]
               ) -> tuple[dict[tuple[str, int], tuple[list[int], list[int]]], set[tuple[str, int]]]:

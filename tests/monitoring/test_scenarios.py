@@ -312,8 +312,11 @@ def test_record_times_answer_every_group_position_on_a_partition_from_one_pass(b
         assert set(times) == {(topic, 0, 0), (topic, 0, 17), (topic, 0, 29), (topic, 1, 2), (topic, 1, 3)}
         assert all(before_ms - 1 <= times[p] <= after_ms + 1 for p in times if p != (topic, 1, 3))
         assert times[(topic, 1, 3)] is None  # at the log end: nothing unconsumed
-        # No fetch allowed: cached positions are answered, a new one is unknown.
-        again = reader.append_times([(topic, 0, 5), (topic, 0, 17)], max_partitions=0)
-        assert again == {(topic, 0, 17): times[(topic, 0, 17)]}
+        # No fetch allowed: a cached position and one within what the pass read (a group that moved on) are
+        # answered, one past it is unknown.
+        produce(broker, topic, 1, partition=0)
+        again = reader.append_times([(topic, 0, 5), (topic, 0, 17), (topic, 0, 30)], max_partitions=0)
+        assert set(again) == {(topic, 0, 5), (topic, 0, 17)}
+        assert again[(topic, 0, 17)] == times[(topic, 0, 17)] and before_ms - 1 <= again[(topic, 0, 5)] <= after_ms + 1
     finally:
         reader.close()

@@ -5,9 +5,10 @@ share (the Brokers page's skew columns; Cruise Control's "replica / leader / dis
   removing replicas: both are on disk); leaders: the partitions' current leaders (a partition without one
   counts for nobody); bytes: the brokers' latest samples (`metrics.PartitionReplicaSize`), only of replicas the
   metadata store still places on that broker (rows of moved or deleted replicas stay until re-sampled).
-- A share is in % of the cluster's total; the skew is share − 100 / number of brokers, in percentage points
-  (+ holds more than an even share). With a total of 0 every share and skew is None. A skew of `SKEWED_PP` or
-  more either way is marked `skewed` (a hint for the eye, not an alert).
+- A share is in % of the total over the brokers listed (every registered one, on the page); the skew is
+  share − 100 / number of brokers, in percentage points (+ holds more than an even share). With a total of 0
+  every share and skew is None. A skew of `SKEWED_PP` or more either way is marked `skewed` (a hint for the
+  eye, not an alert).
 """
 
 from collections import Counter
@@ -45,11 +46,12 @@ class BrokerShares:
 
 def _shares(brokers: Sequence[int], values: Mapping[int, int]) -> dict[int, Share]:
     total = sum(values.get(b, 0) for b in brokers)
-    if not total:
-        return {b: Share(values.get(b, 0), None, None) for b in brokers}
-    even = 100 / len(brokers)
-    return {b: Share(values.get(b, 0), 100 * values.get(b, 0) / total, 100 * values.get(b, 0) / total - even)
-            for b in brokers}
+    even = 100 / len(brokers) if brokers else 0.0
+    shares = {}
+    for b in brokers:
+        pct = 100 * values.get(b, 0) / total if total else None
+        shares[b] = Share(values.get(b, 0), pct, None if pct is None else pct - even)
+    return shares
 
 
 def shares(brokers: Sequence[int], replicas: Mapping[int, int], leaders: Mapping[int, int],

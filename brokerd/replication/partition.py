@@ -172,6 +172,15 @@ class Partition:
         self.followers = {}
         return new
 
+    def stop(self) -> None:
+        """This broker no longer hosts the replica (reassigned away, or its topic deleted): it neither leads nor
+        follows, so acks=all appends waiting for the HW end with NOT_LEADER_OR_FOLLOWER when woken instead of
+        waiting out their timeout."""
+        self.is_leader = False
+        self.leader_id = BrokerId(-1)
+        self.pending_isr = None
+        self.followers = {}
+
     def apply_isr(self, state: PartitionAssignment) -> None:
         """Adopt the ISR the control plane committed, if it is newer than ours (same leader epoch)."""
         if state.leader_epoch != self.leader_epoch or state.partition_epoch < self.partition_epoch:

@@ -390,7 +390,9 @@ class ReplicaManager:
                 asyncio.get_running_loop().create_task(fetcher.stop())
 
     def _drop(self, key: TopicPartition, delete_log: bool) -> None:
-        self._partitions.pop(key, None)
+        partition = self._partitions.pop(key, None)
+        if partition is not None:
+            partition.stop()  # before the purgatory wakes its waiters: they answer NOT_LEADER_OR_FOLLOWER
         self._remove_from_fetchers(key)
         self.produce_purgatory.abort(key)
         self.fetch_purgatory.notify(key)

@@ -61,10 +61,12 @@ def celery_broker(url: str) -> Iterator[None]:
     bound to the broker URL at their first use, are dropped on the way in and out)."""
     from controlplane.celery import app
 
-    saved = app.conf.broker_url, app.conf.result_backend
+    saved = app.conf.get("broker_write_url"), app.conf.result_backend
 
-    def use(broker: str, backend: str) -> None:
-        app.conf.broker_url, app.conf.result_backend = broker, backend
+    def use(broker: str | None, backend: str) -> None:
+        # the write URL: Celery prefers the CELERY_BROKER_URL environment variable (set by scripts/test.sh) to
+        # broker_url, but a configured broker_write_url to both
+        app.conf.broker_write_url, app.conf.result_backend = broker, backend
         app._pool = None  # noqa: SLF001 (Celery rebuilds both from the configuration on the next send)
         app.amqp._producer_pool = None  # noqa: SLF001
 

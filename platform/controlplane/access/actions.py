@@ -113,3 +113,7 @@ PAUSE_REASSIGNMENT = action("pause_reassignment", "Pausing partition reassignmen
                             permission="manage_reassignments")
 RESUME_REASSIGNMENT = action("resume_reassignment", "Resuming partition reassignments", OPERATOR,
                              permission="manage_reassignments")
+# Issue 13: the Brokers page's Decommission button, which leads to the preview of moving everything off a broker
+# (executing it is start_reassignment; shares manage_reassignments).
+DECOMMISSION_BROKER = action("decommission_broker", "Decommissioning brokers", OPERATOR,
+                             permission="manage_reassignments")

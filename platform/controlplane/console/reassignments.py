@@ -2,14 +2,17 @@
 the moves and each broker's load before/after (reading only) → execute with a throttle (`controller.executor`) →
 live progress per partition and overall with ETA → history. Execute, pause, resume and cancel are POST-only
 `ActionView`s needing the operator role, audited; the progress JSON is what `/api/reassignments/executions/<id>/`
-answers."""
+answers. The Brokers page's Decommission button (`DecommissionView`) leads to the preview of the decommission
+goal for that broker."""
 
 from collections.abc import Callable
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views import View
 
 from controlplane.access import actions
@@ -152,6 +155,34 @@ class ExecuteView(ActionView):
             return redirect("console:reassignments")
         messages.success(request, f"Reassignment {execution.pk} started: {execution.tasks.count()} partition(s).")
         return redirect("console:reassignment", pk=execution.pk)
+
+
+class DecommissionView(ActionView):
+    """The Brokers page's Decommission button: proposes moving everything off the broker (recording its load and
+    the proposal's size in the audit log), then shows that proposal on this page's preview, to execute from
+    there. A broker that cannot be decommissioned (not running, nowhere to move its replicas) goes back to the
+    Brokers page with the reason."""
+
+    action = actions.DECOMMISSION_BROKER
+
+    def audit_target(self) -> str:
+        return f"broker:{self.kwargs['broker_id']}"
+
+    def perform(self, request, broker_id: int):
+        try:
+            with self.audited_change() as change:
+                proposal = proposals.propose("decommission", [broker_id])
+                load = proposal.before[broker_id]
+                change.before = {"replicas": load.replicas, "preferred_leaders": load.leaders,
+                                 "estimated_bytes": load.bytes}
+                change.after = {"partitions": len(proposal.moves), "replica_moves": proposal.replica_moves,
+                                "bytes_to_move": proposal.bytes_to_move}
+                change.detail = "previewed; executing it is start_reassignment"
+        except KafkaApiError as e:
+            messages.error(request, f"Broker {broker_id} cannot be decommissioned: {e.message}")
+            return redirect("console:brokers")
+        query = urlencode({"source": "goal", "goal": "decommission", "brokers": broker_id})
+        return redirect(f"{reverse('console:reassignments')}?{query}#preview-result")
 
 
 class ExecutionDetailView(ViewerRequiredMixin, View):

@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.OverviewView.as_view(), name="overview"),
     path("brokers/", views.BrokerListView.as_view(), name="brokers"),
     path("brokers/elect-leaders/", views.ElectLeadersView.as_view(), name="elect-leaders"),
+    path("brokers/<int:broker_id>/decommission/", reassignments.DecommissionView.as_view(), name="decommission"),
     path("topics/", topic_views.TopicListView.as_view(), name="topics"),
     path("topics/new/", topic_views.TopicNewView.as_view(), name="topic-new"),
     path("topics/create/", topic_views.TopicCreateView.as_view(), name="topic-create"),

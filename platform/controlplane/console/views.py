@@ -26,7 +26,7 @@ from controlplane.access.models import ApiToken
 from controlplane.audit.filtersets import AuditEntryFilterSet
 from controlplane.audit.models import AuditEntry, Source
 from controlplane.cluster.models import Broker, ControllerState
-from controlplane.controller import election
+from controlplane.controller import election, skew
 from controlplane.core.errors import KafkaApiError
 from controlplane.groups.services import GroupService
 from controlplane.health.models import ClusterHealthSnapshot
@@ -60,10 +60,19 @@ class OverviewView(ViewerRequiredMixin, TemplateView):
 
 
 class BrokerListView(ViewerRequiredMixin, ListView):
+    """The brokers with each one's share of replicas, leaders and bytes and its skew (`controller.skew`)."""
+
     model = Broker
     template_name = "console/brokers.html"
     context_object_name = "brokers"
     extra_context = {"election_form": ElectLeadersForm()}
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        brokers = list(context["brokers"])
+        shares = skew.current([b.broker_id for b in brokers])
+        return {**context, "rows": [(b, shares[b.broker_id]) for b in brokers],
+                "even_share": 100 / len(brokers) if brokers else None}
 
 
 class ElectLeadersView(ActionView):

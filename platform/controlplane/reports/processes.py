@@ -54,7 +54,7 @@ def run_group(pgid: int, run_id: str) -> list[int]:
 
 def stop_group(pgid: int, grace_s: float) -> bool:
     """SIGTERM the group, SIGKILL whatever is left after `grace_s`; True once no member is left (within a few
-    seconds of the SIGKILL). Not for a group led by a child of this process (use the runner's own wait)."""
+    seconds of the SIGKILL). Zombies do not count: a leader that is the caller's child is reaped by the caller."""
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(pgid, sig)

@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import queue
-import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
+from . import processes
 from .models import Report, ReportRun, RunStatus
 from .processes import RUN_ID_ENV
 
@@ -178,28 +178,10 @@ def _read_lines(stream, lines: queue.Queue) -> None:
 
 
 def _stop(process: subprocess.Popen) -> None:
-    """Stop the job's whole process group (JVM and Python workers included) unless it has exited — the group
-    is killed even then, in case the driver left children behind."""
-    for sig, wait_s in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            process.wait(timeout=wait_s)
-            if not _group_alive(process.pid):
-                break
-        except subprocess.TimeoutExpired:
-            continue
+    """Stop the job's whole process group (JVM and Python workers included) and wait until none of it is left —
+    the group is stopped even if the job has exited, in case the driver left children behind."""
+    processes.stop_group(process.pid, KILL_GRACE_S)  # the leader, our child, is a zombie (not counted) until:
     process.wait()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _last_line(path: Path) -> str:

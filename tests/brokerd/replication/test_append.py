@@ -61,6 +61,17 @@ def leadership_moves(broker: Broker) -> None:
     broker.metadata.set_image(image(leader=2, epoch=1, partition_epoch=1))
 
 
+def reassigned_away(broker: Broker) -> None:
+    """A reassignment completes onto brokers 2, 3, 4: broker 1 no longer hosts t-0 and deletes it."""
+    partition = PartitionAssignment(0, 2, 1, (2, 3, 4), (2, 3), 2)
+    topic = TopicMetadata(TOPIC, "00000000-0000-0000-0000-0000000000a1", (partition,), {})
+    broker.metadata.set_image(ClusterImage("cluster", 1, BROKERS, {TOPIC: topic}))
+
+
+def topic_deleted(broker: Broker) -> None:
+    broker.metadata.set_image(ClusterImage("cluster", 1, BROKERS, {}))
+
+
 def idempotent(sequence: int, epoch: int = 0) -> bytearray:
     return build_batch(2, producer_id=7, producer_epoch=epoch, base_sequence=sequence)
 
@@ -97,6 +108,11 @@ ROWS = [
         ("REQUEST_TIMED_OUT",), 2, timeout_ms=50),
     Row("acks=all whose leadership moved while it waited", -1, ONE, ("NOT_LEADER_OR_FOLLOWER",), 2,
         while_waiting=leadership_moves),
+    # answered at once, not at the request's timeout (a client would wait that long before retrying elsewhere)
+    Row("acks=all whose replica was reassigned away from this broker while it waited", -1, ONE,
+        ("NOT_LEADER_OR_FOLLOWER",), 2, while_waiting=reassigned_away, timeout_ms=60_000),
+    Row("acks=all whose topic was deleted while it waited", -1, ONE, ("NOT_LEADER_OR_FOLLOWER",), 2,
+        while_waiting=topic_deleted, timeout_ms=60_000),
     Row("a partition this broker does not hold", 1, ONE, ("UNKNOWN_TOPIC_OR_PARTITION",), 0, topic="other"),
     Row("a write for a leadership that is over (the coordinator's leader epoch)", -1, ONE,
         ("NOT_LEADER_OR_FOLLOWER",), 0, leader_epoch=3),

@@ -22,6 +22,7 @@ from controlplane.access.models import ApiToken
 from controlplane.access.roles import role_of
 from controlplane.alerts.models import LagThreshold, WebhookEndpoint
 from controlplane.audit.models import AuditEntry
+from controlplane.cluster.models import Broker, BrokerState
 from controlplane.controller.models import ExecutionState, ReassignmentExecution, ReassignmentTask
 from controlplane.groups import kafka_client
 from controlplane.groups.kafka_client import TopicPartition
@@ -41,6 +42,7 @@ class Mutation:
     action: Action
     source: str  # "console", "rest" or "cli"
     request: tuple  # console/rest: (method, path, data); cli: command arguments
+    changes: bool = True  # False for an action that only leads to a preview (checked and audited all the same)
 
     def __str__(self) -> str:
         return f"{self.action.name}-{self.source}"
@@ -89,6 +91,7 @@ MUTATIONS = [
     Mutation(actions.PAUSE_REASSIGNMENT, "console", ("post", "/reassignments/51/pause/", {})),
     Mutation(actions.RESUME_REASSIGNMENT, "console", ("post", "/reassignments/51/resume/", {})),
     Mutation(actions.CANCEL_REASSIGNMENT, "console", ("post", "/reassignments/51/cancel/", {})),
+    Mutation(actions.DECOMMISSION_BROKER, "console", ("post", "/brokers/2/decommission/", {}), changes=False),
     # Reports (issue 16): run 4242 is a queued lag report run (`world`).
     Mutation(actions.RUN_REPORTS, "console", ("post", "/reports/lag/run/", {"period_hours": "2"})),
     Mutation(actions.RUN_REPORTS, "rest", ("post", "/api/reports/runs/", {"report": "lag",
@@ -130,7 +133,8 @@ def world(cluster, monkeypatch, request):
     """A fake Kafka cluster (the groups tests' FakeGroupAdmin): group 'etl' (Empty) committed events-0 at 4. The
     metadata store (conftest `cluster`): orders-0 led by broker 2, not its preferred 1; orders-2 led by the fenced
     broker 3. Bob, an operator, holds a token. For the mutations of reassignment execution 51, that execution
-    (payments-0 to broker 2, pending) is running, or paused for resume."""
+    (payments-0 to broker 2, pending) is running, or paused for resume. Decommissioning gets a running broker 4
+    to move broker 2's replicas to."""
     mutation = request.node.callspec.params["mutation"]
     if mutation.source != "cli" and re.match(r"(/api)?/reassignments/(executions/)?51/", mutation.request[1]):
         path = mutation.request[1]
@@ -138,6 +142,8 @@ def world(cluster, monkeypatch, request):
                                                          if path.endswith("/resume/") else ExecutionState.RUNNING)
         ReassignmentTask.objects.create(execution=execution, topic="payments", partition=0, source_replicas=[1],
                                         target_replicas=[2])
+    if mutation.action == actions.DECOMMISSION_BROKER:
+        Broker.objects.create(broker_id=4, listeners="PLAINTEXT://127.0.0.1:9095", state=BrokerState.RUNNING)
     fake = FakeGroupAdmin()
     monkeypatch.setattr(kafka_client, "connect", lambda: fake)
     fake.add_topic("events", FakeLog(0, [0] * 12))
@@ -203,7 +209,7 @@ def test_role_matrix(world, mutation, role):
 
     assert perform(mutation, user) == ("done" if allowed else "refused")
 
-    assert (state(world) != before) == allowed
+    assert (state(world) != before) == (allowed and mutation.changes)
     entry = AuditEntry.objects.get()
     assert (entry.actor, entry.user, entry.source, entry.action, entry.result) == (
         "alice", user, mutation.source, mutation.action.name, "ok" if allowed else "refused")
@@ -220,5 +226,5 @@ def test_every_action_with_a_front_end_is_in_the_matrix():
         actions.ELECT_UNCLEAN_LEADERS, actions.CREATE_TOKEN, actions.REVOKE_USER_TOKEN, actions.SET_ROLE,
         actions.RUN_REPORTS, actions.CANCEL_REPORT_RUN, actions.SCHEDULE_REPORTS, actions.MANAGE_ALERTS,
         actions.START_REASSIGNMENT, actions.CANCEL_REASSIGNMENT, actions.PAUSE_REASSIGNMENT,
-        actions.RESUME_REASSIGNMENT,
+        actions.RESUME_REASSIGNMENT, actions.DECOMMISSION_BROKER,
         actions.CREATE_TOPICS, actions.ALTER_CONFIGS, actions.CREATE_PARTITIONS, actions.DELETE_TOPICS}

@@ -2,14 +2,17 @@
 (web, controller with the executor, metrics consumer) and 3 brokers sampling their metrics every second. An
 operator places a 6 MB topic on [1, 2] onto brokers 2 and 3 (Kafka's --generate), previews the move and the
 per-broker before/after, executes it with a 1 MB/s throttle, watches the progress bar and ETA mid-copy, and sees
-it complete; then the partition is on its new replicas and no throttle config is left. Screenshots under
-var/screenshots/reassignment-*.png."""
+it complete; then the partition is on its new replicas and no throttle config is left. The Brokers page then shows
+each broker's share of replicas (as the metadata has them) and of bytes (the copy now on broker 3), and its
+Decommission button tells why broker 3 cannot be emptied (RF-3 internal topics on 3 brokers). Screenshots under
+var/screenshots/reassignment-*.png and brokers-*.png."""
 
 import contextlib
 import re
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 from confluent_kafka import Producer
@@ -113,3 +116,27 @@ def test_preview_execute_watch_progress_and_complete_in_the_console(page, live):
                message="broker 1 to delete its removed replica")
     page.get_by_role("link", name="All reassignments").click()
     expect(page.locator("#history tbody tr").first).to_contain_text("Completed")
+
+    # The Brokers page: replicas as the metadata has them; the copied bytes now count for broker 3, not broker 1.
+    page.get_by_role("link", name="Brokers").click()
+    placed = Counter(b for t in plane.metadata()["topics"] for p in t["partitions"] for b in p["replicas"])
+    for broker in (1, 2, 3):
+        expect(page.locator(f"tr[data-broker='{broker}'] td[data-share='replicas']")).to_have_text(
+            re.compile(rf"^{placed[broker]} · "))
+
+    def bytes_share(broker: int) -> float:
+        cell = page.locator(f"tr[data-broker='{broker}'] td[data-share='bytes']").inner_text()
+        return float(re.search(r"· ([\d.]+) %", cell).group(1)) if "%" in cell else 0.0
+
+    def copy_counted_on_broker_3() -> bool:  # big is ~all the bytes: before, half on 1 and 2; now on 2 and 3
+        page.reload()
+        return bytes_share(3) > 25 > bytes_share(1)
+
+    wait_until(copy_counted_on_broker_3, 30, interval_s=1, message="broker 3's sampled bytes on the Brokers page")
+    page.screenshot(path=SCREENSHOTS / "brokers-skew.png", full_page=True)
+    # Every broker holds a replica of the RF-3 internal topics, so none of the 3 can be emptied: the button says why
+    # (the preview it leads to otherwise is tests/controlplane/console/test_brokers.py).
+    page.locator("tr[data-broker='3']").get_by_role("button", name="Decommission").click()
+    expect(page.get_by_role("status").first).to_contain_text(
+        re.compile(r"Broker 3 cannot be decommissioned: \S+ cannot keep 3 replicas on brokers \[1, 2\]"))
+    page.screenshot(path=SCREENSHOTS / "brokers-decommission-refused.png", full_page=True)

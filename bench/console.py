@@ -148,6 +148,7 @@ def bench_message_browser(data_dir: Path) -> None:
         print(f"\nMessage browser: wrote {per_partition * TOPIC_PARTITIONS:,} records of {VALUE_BYTES} B in "
               f"{TOPIC_PARTITIONS} partition(s), batches of {bulk.batch_records:,}, in "
               f"{time.perf_counter() - started:.1f} s; {_disk_bytes(broker.log_dir) / 2**30:.2f} GiB on disk")
+
         def from_offset(first: int, step: int = 1) -> list[tuple[int, int]]:
             """The first page's (partition, offset)s, forward (step 1) or newest-first (-1): the partitions share
             timestamps, so a page takes each offset from every partition in turn (newest-first: the last partition
@@ -166,7 +167,9 @@ def bench_message_browser(data_dir: Path) -> None:
             ("filter scanning 20,000 records", dict(start=Start("offset", per_partition // 3),
                                                     match=Filter(key_contains="no such key")), []),
         ]
-        browse("big", limit=50)  # warm: the broker loads each request type's codec on first use (~1 s once)
+        # warm: on a fresh broker the browser consumer's first FindCoordinator creates `__consumer_offsets`, which
+        # holds up its first page by ~1 s (once per cluster)
+        browse("big", limit=50)
         print(f"{'first page (50 records)':34} {'p50 ms':>8} {'max ms':>8} {'scanned':>8}")
         for label, kwargs, expected in cases:
             times = []

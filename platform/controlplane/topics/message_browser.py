@@ -132,8 +132,7 @@ class _Reader:
             "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest",
             "fetch.max.bytes": FETCH_MAX_BYTES, "max.partition.fetch.bytes": FETCH_MAX_BYTES // 4,
             "queued.max.messages.kbytes": FETCH_MAX_BYTES // 1024, "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
-            "fetch.wait.max.ms": 50,
-            "socket.timeout.ms": int(timeout_s * 1000)})
+            "fetch.wait.max.ms": 50, "socket.timeout.ms": int(timeout_s * 1000)})
 
     def time_left(self) -> float:
         return max(0.0, self.deadline - time.monotonic())

@@ -38,6 +38,9 @@ MAX_LIMIT = 500
 SCAN_BUDGET = 20_000
 """Records one request examines at most (filters that match rarely continue with the cursor)."""
 FETCH_MAX_BYTES = 4 * 1024 * 1024
+FETCH_QUEUE_BACKOFF_MS = 20
+"""How long librdkafka waits to fetch again once FETCH_MAX_BYTES are queued (its default, 1,000 ms, made a
+filter's 20,000-record scan of 1 KiB values take seconds instead of half of one)."""
 TIMEOUT_S = 5.0
 CLIENT_ID = "strom-console-browser"
 EARLIEST, LATEST, OFFSET, TIMESTAMP = "earliest", "latest", "offset", "timestamp"
@@ -128,8 +131,8 @@ class _Reader:
             "bootstrap.servers": bootstrap_servers(), "client.id": CLIENT_ID, "group.id": CLIENT_ID,
             "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest",
             "fetch.max.bytes": FETCH_MAX_BYTES, "max.partition.fetch.bytes": FETCH_MAX_BYTES // 4,
-            "queued.max.messages.kbytes": FETCH_MAX_BYTES // 1024, "fetch.wait.max.ms": 50,
-            "socket.timeout.ms": int(timeout_s * 1000)})
+            "queued.max.messages.kbytes": FETCH_MAX_BYTES // 1024, "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
+            "fetch.wait.max.ms": 50, "socket.timeout.ms": int(timeout_s * 1000)})
 
     def time_left(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
@@ -164,7 +167,8 @@ class _Reader:
         pending, matched = set(position), dict.fromkeys(position, 0)
         every_record_counts = match is None or match.is_empty
         while pending and len(records) < budget and self.time_left() > 0:
-            batch = min(1000, budget - len(records))
+            # consume() waits for `batch` records or its timeout: never ask for more than the ranges hold
+            batch = min(1000, budget - len(records), sum(ranges[p][1] - position[p] for p in pending))
             if wanted is not None and every_record_counts:  # take no more than the partitions still need
                 batch = min(batch, sum(wanted - matched[p] for p in pending))
             for raw in self.consumer.consume(num_messages=batch, timeout=min(0.2, self.time_left())):
@@ -183,6 +187,10 @@ class _Reader:
                     position[p] = ranges[p][1]  # past the range (offsets up to `end` were compacted away)
                 if position[p] >= ranges[p][1] or (wanted is not None and matched[p] >= wanted):
                     pending.discard(p)
+                    # drops what librdkafka prefetched for it (up to a whole batch: ~1 MiB) instead of
+                    # passing those records through consume() only to skip them
+                    self.consumer.pause([KafkaTopicPartition(self.topic, p)])
+        self.consumer.resume([KafkaTopicPartition(self.topic, p) for p in position])  # a pause outlives unassign
         self.consumer.unassign()
         return records, {p: position.get(p, start) for p, (start, _) in ranges.items()}, len(records)
 

@@ -28,6 +28,7 @@ Families (`render(snapshot, families)`):
 Plus the monitor's own health under `strom_lag_monitor_*` (base units).
 """
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -131,8 +132,9 @@ class _Family:
         return f"# HELP {self.name} {self.documentation}\n# TYPE {self.name} {self.kind}\n" + "".join(self.lines)
 
 
+@functools.lru_cache(maxsize=65_536)
 def _escape(value: str) -> str:
-    """A label value as the text format quotes it."""
+    """A label value as the text format quotes it (cached: the same groups, topics and hosts recur every round)."""
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
@@ -156,14 +158,12 @@ def _burrow(cluster: str, results: Sequence[GroupResult], heads: Mapping[str, Se
     offset = _Family("burrow_kafka_consumer_current_offset", "Latest committed offset (full windows)")
     partition_status = _Family("burrow_kafka_topic_partition_status",
                                "Partition status (1 OK, 2 WARN, 4 STOP, 5 STALL, 6 REWIND; full windows)")
-    topics: dict[str, str] = {}
     for r in results:
         group_labels = _label_set(cluster=cluster, consumer_group=r.group)
         status.add(group_labels, int(r.status))
         total.add(group_labels, r.totallag)
         for p in r.partitions:
-            topic = topics.get(p.topic) or topics.setdefault(p.topic, _escape(p.topic))
-            labels = f'{group_labels},topic="{topic}",partition="{p.partition}"'
+            labels = f'{group_labels},topic="{_escape(p.topic)}",partition="{p.partition}"'
             lag.add(labels, p.current_lag)
             if p.complete == 1.0 and p.end is not None:
                 offset.add(labels, p.end.offset)

@@ -15,6 +15,7 @@ from tests.integration.cluster.workload import (
     assert_replicas_identical,
     audit_acknowledged,
     consume_all,
+    end_of_acknowledged,
 )
 from tests.support.cluster import Cluster
 from tests.support.polling import wait_until
@@ -53,7 +54,7 @@ def finish_and_audit(cluster: Cluster, producer: AckingProducer, topic: str) -> 
     producer.stop()
     assert not producer.errors, producer.errors[:5]
     cluster.wait_for_isr(topic, 3)
-    hw = wait_until(lambda: (lambda h: h if h >= max(a.offset for a in producer.acks) + 1 else None)(
+    hw = wait_until(lambda: (lambda h: h if h >= end_of_acknowledged(producer.acks) else None)(
         high_watermark(cluster, topic)), 30, message="the high watermark to cover every acknowledgement")
     records = consume_all(cluster.bootstrap, topic, hw)
     audit_acknowledged(producer.acks, records)

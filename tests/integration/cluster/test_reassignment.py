@@ -26,7 +26,13 @@ from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProg
 
 from kafkaspec.replication_throttles import FOLLOWER_REPLICAS, LEADER_REPLICAS
 from tests.integration.cluster.test_faults import high_watermark, wait_for_progress
-from tests.integration.cluster.workload import AckingProducer, audit_acknowledged, consume_all, replica_bytes
+from tests.integration.cluster.workload import (
+    AckingProducer,
+    audit_acknowledged,
+    consume_all,
+    end_of_acknowledged,
+    replica_bytes,
+)
 from tests.support.cluster import Cluster, broker_cluster
 from tests.support.controlplane import ADMIN_PASSWORD, ADMIN_USER, ControlPlane, control_plane
 from tests.support.polling import wait_until
@@ -179,7 +185,7 @@ def check_step(step: str, cluster: Cluster, producer: AckingProducer, reader: Gr
 
     acks = list(producer.acks)
     assert not producer.errors, (step, producer.errors[:5])
-    hw = wait_until(lambda: (lambda h: h if h > max(a.offset for a in acks) else None)(watermark(cluster, load, 0)),
+    hw = wait_until(lambda: (lambda h: h if h >= end_of_acknowledged(acks) else None)(watermark(cluster, load, 0)),
                     30, message=f"{step}: the high watermark to cover every acknowledgement")
     audit_acknowledged(acks, consume_all(cluster.bootstrap, load, hw))
     wait_until(lambda: {a.value for a in acks} <= reader.values, 60, message=f"{step}: the group to see every record")
@@ -308,7 +314,7 @@ def test_move_a_partition_under_load_then_cancel_one_over_the_wire(four_brokers,
         cluster.start(2)
 
     assert not producer.errors, producer.errors[:5]
-    hw = wait_until(lambda: (lambda h: h if h >= max(a.offset for a in producer.acks) + 1 else None)(
+    hw = wait_until(lambda: (lambda h: h if h >= end_of_acknowledged(producer.acks) else None)(
         high_watermark(cluster, topic_name)), 30, message="the high watermark to cover every acknowledgement")
     audit_acknowledged(producer.acks, consume_all(cluster.bootstrap, topic_name, hw))
     copies = wait_until(lambda: (lambda c: c if c[3] == c[4] else None)(

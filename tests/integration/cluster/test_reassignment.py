@@ -9,7 +9,8 @@ to the high watermark, the removed replicas' directories gone, no throttle confi
 
 Then kafka-python's admin client moves a partition from brokers 1, 2 to 3, 4 while the producer keeps writing,
 and a reassignment that cannot finish (its new replica's broker is down) is listed and cancelled over the wire,
-with Kafka's errors for a bad target and for cancelling nothing; and the copy rate under a 2 MB/s throttle.
+with Kafka's errors for a bad target and for cancelling nothing; the same calls from sarama 1.45's ClusterAdmin (Go,
+built offline from Debian trixie's packages); and the copy rate under a 2 MB/s throttle.
 The module shares one cluster: its 4th broker starts in the acceptance test, so run the module in file order."""
 
 import json
@@ -33,6 +34,7 @@ from tests.integration.cluster.workload import (
     end_of_acknowledged,
     replica_bytes,
 )
+from tests.support.clients import run_client, sarama_admin_client
 from tests.support.cluster import Cluster, broker_cluster
 from tests.support.controlplane import ADMIN_PASSWORD, ADMIN_USER, ControlPlane, control_plane
 from tests.support.polling import wait_until
@@ -323,6 +325,56 @@ def test_move_a_partition_under_load_then_cancel_one_over_the_wire(four_brokers,
     assert copies[3], "no data below the high watermark"
     print(f"\nmoved {topic_name}-0 from [1, 2] to [3, 4] under load: {len(producer.acks)} records acknowledged, "
           f"{len(copies[3])} bytes per replica below HW {hw}")
+
+
+INVALID_REPLICA_ASSIGNMENT, UNKNOWN_TOPIC_OR_PARTITION, NO_REASSIGNMENT_IN_PROGRESS = 39, 3, 85
+"""Kafka's error codes, as sarama reports them."""
+
+
+@pytest.mark.slow
+def test_sarama_cluster_admin_moves_lists_and_cancels(four_brokers, topic_name):
+    """sarama's ClusterAdmin (1.45, Debian trixie's golang-github-ibm-sarama-dev): AlterPartitionReassignments
+    moves a partition with data from [1, 2] to [3, 4]; a move that cannot finish (its new replica's broker is down)
+    is listed by ListPartitionReassignments and cancelled with a nil target; Kafka's errors for a bad target, an
+    unknown topic and cancelling nothing."""
+    cluster = four_brokers
+    client = sarama_admin_client()
+    cluster.create_topic(topic_name, assignments=[[1, 2]])
+    fill(cluster, topic_name, 0, 200_000)
+
+    def sarama(*call: str, topic: str = topic_name) -> dict:
+        run = run_client([str(client), "-brokers", cluster.bootstrap, "-topic", topic, *call], timeout_s=60)
+        assert run.returncode == 0 and len(run.steps) == 1, run.output
+        return run.steps[0]
+
+    assert sarama("alter", "3,4") == {"ok": True, "codes": []}
+    moved = wait_until(lambda: (lambda s: s if s["replicas"] == [3, 4] and not s["adding_replicas"] else None)(
+        cluster.partition_state(topic_name, 0)), 60, message="the reassignment to complete")
+    assert moved["leader"] == 3
+    assert sarama("list") == {"ok": True, "codes": []}
+    wait_until(lambda: identical_up_to_hw(cluster, topic_name, 0), 30, message="the new replicas to converge")
+    assert watermark(cluster, topic_name, 0) > 0
+    for gone in (1, 2):
+        wait_until(lambda b=gone: not (cluster.brokers[b].log_dir / f"{topic_name}-0").exists(), 30,
+                   message=f"broker {gone} to delete its removed replica")
+
+    cluster.stop(2)  # (broker 1, the controller admin clients talk to, stays up)
+    try:
+        assert sarama("alter", "3,4,2") == {"ok": True, "codes": []}
+        listed = sarama("list")
+        assert listed["reassignments"] == {"0": {"replicas": [3, 4, 2], "adding": [2], "removing": []}}, listed
+        refused = sarama("alter", "3,9")
+        assert (refused["ok"], refused["codes"]) == (False, [INVALID_REPLICA_ASSIGNMENT]), refused
+        unknown = sarama("alter", "1,2", topic=f"{topic_name}-missing")
+        assert (unknown["ok"], unknown["codes"]) == (False, [UNKNOWN_TOPIC_OR_PARTITION]), unknown
+        assert sarama("cancel") == {"ok": True, "codes": []}
+        assert sarama("list") == {"ok": True, "codes": []}
+        nothing = sarama("cancel")
+        assert (nothing["ok"], nothing["codes"]) == (False, [NO_REASSIGNMENT_IN_PROGRESS]), nothing
+        state = cluster.partition_state(topic_name, 0)
+        assert (state["replicas"], state["adding_replicas"], state["removing_replicas"]) == ([3, 4], [], [])
+    finally:
+        cluster.start(2)
 
 
 THROTTLE = 2_000_000

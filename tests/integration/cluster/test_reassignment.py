@@ -5,7 +5,8 @@ consumer group reading; the executor (REST) (a) raises a topic's RF from 2 to 3,
 the loaded one onto the new broker with a 2 MB/s throttle, in batches of at most 4 moves per broker, (c)
 decommissions broker 2 while a source broker is SIGKILLed and restarted mid-copy, (d) cancels a move half-way.
 After each: every acknowledged record once in the log, the group saw every one, the replicas byte-identical up
-to the high watermark, the removed replicas' directories gone, no throttle config left.
+to the high watermark, the removed replicas' directories gone, no throttle config left. The same checks end an
+execution during which the control plane (web and controller) was SIGKILLed mid-copy and started again.
 
 Then kafka-python's admin client moves a partition from brokers 1, 2 to 3, 4 while the producer keeps writing,
 and a reassignment that cannot finish (its new replica's broker is down) is listed and cancelled over the wire,
@@ -269,6 +270,61 @@ def test_acceptance_rf_spread_decommission_under_sigkill_and_cancel(cluster4, to
         assert cancelled["state"] == "cancelled" and cancelled["tasks"][0]["state"] == "cancelled", cancelled
         check_step("(d) cancel half-way", cluster, producer, reader, load, cancelled["tasks"], {spread})
         print(f"acceptance run: {time.monotonic() - started:.0f} s")
+    finally:
+        producer.stop()
+        reader.stop()
+
+
+RESTART_BYTES = 600_000
+"""Each partition moved across the control-plane restart: 3 s of copying at its 200 KB/s throttle."""
+
+
+@pytest.mark.slow
+def test_an_execution_carries_on_through_a_control_plane_restart(four_brokers, topic_name):
+    """The executor's state is in the database: the control plane (web and controller) is SIGKILLed while a
+    throttled move copies and another waits its turn, and started again; the new controller finishes the
+    execution, and the step ends as the acceptance run's do (every acknowledged record once, seen by the group,
+    replicas identical, removed directories gone, no throttle left)."""
+    cluster = four_brokers
+    load, big = f"{topic_name}-load", f"{topic_name}-big"
+    cluster.create_topic(load, assignments=[[1, 2]], configs={"min.insync.replicas": "2"})
+    cluster.create_topic(big, assignments=[[1, 2], [1, 2]])
+    for partition in range(2):
+        fill(cluster, big, partition, RESTART_BYTES)
+    rest = Rest(cluster.plane)
+    producer = AckingProducer(cluster.bootstrap, load, rate_per_s=300).start()
+    reader = GroupReader(cluster.bootstrap, load, f"{topic_name}-group")
+    try:
+        wait_for_progress(producer)
+        plan = [{"topic": load, "partition": 0, "replicas": [2, 3]}]
+        plan += [{"topic": big, "partition": p, "replicas": [3, 4]} for p in range(2)]
+        execution = rest.execute({"partitions": plan, "throttle": 200_000, "max_moves_per_broker": 1})
+        copying = wait_until(lambda: next((t for t in rest.execution(execution["id"])["tasks"]
+                                           if t["topic"] == big and t["state"] == "copying"), None),
+                             90, interval_s=0.05, message=f"a {big} partition copying")
+        copy = cluster.brokers[3].log_dir / f"{big}-{copying['partition']}"
+        wait_until(lambda: log_bytes(copy) >= RESTART_BYTES * 0.2, 30, interval_s=0.05,
+                   message="the copy to broker 3 to be under way")
+        before = rest.execution(execution["id"])
+        assert [t["state"] for t in before["tasks"] if t["topic"] == big] in (["copying", "pending"],
+                                                                                ["pending", "copying"]), before
+        assert cluster.partition_state(big, copying["partition"])["adding_replicas"] == [3, 4]
+        epoch = cluster.plane.controller_state()[0]
+
+        cluster.plane.kill_web()
+        cluster.plane.kill_controller()
+        killed_at = log_bytes(copy)
+        cluster.plane.start_web()
+        cluster.plane.start_controller()
+        cluster.plane.wait_for_controller(min_epoch=epoch + 1)
+        print(f"\ncontrol plane SIGKILLed with {killed_at / RESTART_BYTES:.0%} of {big}-{copying['partition']} "
+              f"copied, the other {big} move pending; controller epoch {epoch} -> "
+              f"{cluster.plane.controller_state()[0]}")
+
+        done = rest.wait_finished(execution["id"], 120)
+        assert done["state"] == "completed", done
+        assert [t["state"] for t in done["tasks"]] == ["done"] * 3, done["tasks"]
+        check_step("control plane restarted mid-copy", cluster, producer, reader, load, done["tasks"], {big})
     finally:
         producer.stop()
         reader.stop()

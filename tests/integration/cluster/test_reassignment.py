@@ -85,10 +85,10 @@ def fill(cluster: Cluster, topic: str, partition: int, size: int) -> None:
 class Rest:
     """The public REST API as the local admin (an API token)."""
 
-    def __init__(self, plane: ControlPlane):
+    def __init__(self, plane: ControlPlane, token_name: str):
         self.url = plane.url + "/api"
         status, body = self._call("POST", "/token/", {"username": ADMIN_USER, "password": ADMIN_PASSWORD,
-                                                      "name": "acceptance"}, token=None)
+                                                      "name": token_name}, token=None)
         assert status == 200, body
         self.token = body["token"]
 
@@ -210,7 +210,7 @@ def test_acceptance_rf_spread_decommission_under_sigkill_and_cancel(cluster4, to
     cluster.create_topic(spread, assignments=[[1 + p % 3, 1 + (p + 1) % 3] for p in range(SPREAD_PARTITIONS)])
     for partition in range(SPREAD_PARTITIONS):
         fill(cluster, spread, partition, SPREAD_BYTES)
-    rest = Rest(cluster.plane)
+    rest = Rest(cluster.plane, topic_name)
     producer = AckingProducer(cluster.bootstrap, load, rate_per_s=300).start()
     reader = GroupReader(cluster.bootstrap, load, f"{topic_name}-group")
     started = time.monotonic()
@@ -291,7 +291,7 @@ def test_an_execution_carries_on_through_a_control_plane_restart(four_brokers, t
     cluster.create_topic(big, assignments=[[1, 2], [1, 2]])
     for partition in range(2):
         fill(cluster, big, partition, RESTART_BYTES)
-    rest = Rest(cluster.plane)
+    rest = Rest(cluster.plane, topic_name)
     producer = AckingProducer(cluster.bootstrap, load, rate_per_s=300).start()
     reader = GroupReader(cluster.bootstrap, load, f"{topic_name}-group")
     try:

@@ -282,9 +282,9 @@ RESTART_BYTES = 600_000
 @pytest.mark.slow
 def test_an_execution_carries_on_through_a_control_plane_restart(four_brokers, topic_name):
     """The executor's state is in the database: the control plane (web and controller) is SIGKILLed while a
-    throttled move copies and another waits its turn, and started again; the new controller finishes the
-    execution, and the step ends as the acceptance run's do (every acknowledged record once, seen by the group,
-    replicas identical, removed directories gone, no throttle left)."""
+    throttled move copies and another waits its turn, and started again (the controller first); the new
+    controller fences no broker and finishes the execution, and the step ends as the acceptance run's do (every
+    acknowledged record once, seen by the group, replicas identical, removed directories gone, no throttle left)."""
     cluster = four_brokers
     load, big = f"{topic_name}-load", f"{topic_name}-big"
     cluster.create_topic(load, assignments=[[1, 2]], configs={"min.insync.replicas": "2"})
@@ -314,9 +314,13 @@ def test_an_execution_carries_on_through_a_control_plane_restart(four_brokers, t
         cluster.plane.kill_web()
         cluster.plane.kill_controller()
         killed_at = log_bytes(copy)
-        cluster.plane.start_web()
+        # The controller first: it takes the lease over while no heartbeat can reach the web process yet, and must
+        # not fence the brokers for it.
         cluster.plane.start_controller()
         cluster.plane.wait_for_controller(min_epoch=epoch + 1)
+        cluster.plane.start_web()
+        assert {b["broker_id"]: b["state"] for b in cluster.plane.metadata()["brokers"]} == {
+            b: "running" for b in cluster.brokers}
         print(f"\ncontrol plane SIGKILLed with {killed_at / RESTART_BYTES:.0%} of {big}-{copying['partition']} "
               f"copied, the other {big} move pending; controller epoch {epoch} -> "
               f"{cluster.plane.controller_state()[0]}")

@@ -10,7 +10,7 @@ share (the Brokers page's skew columns; Cruise Control's "replica / leader / dis
   every share and skew is None. A skew of `SKEWED_PP` or more either way is marked `skewed` (a hint for the
   eye, not an alert).
 
-`report()` is the same for every registered broker as one JSON-ready dict: what `GET /api/skew/` returns and
+`report()` gives the same for every registered broker as one JSON-ready dict: what `GET /api/skew/` returns and
 `manage.py broker_skew` prints.
 """
 

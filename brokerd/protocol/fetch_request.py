@@ -1,7 +1,7 @@
 """The replica fetcher's Fetch request (v11), laid out by hand: a follower sends one per replication round
 trip, right after appending what the previous one brought, so its cost is on the acks=all latency path.
-Building kio's request entities and serializing them took ~0.4 ms for one partition and ~2 ms for 18
-(kio's phantom-type checks and generic writer per field); packing the fields here takes microseconds.
+Building kio's request entities and serializing them took ~0.4 ms for one partition and ~2 ms for 18 (kio's
+phantom-type checks and generic writer per field; at load 16); packing the fields here takes 0.04 / 0.13 ms.
 
 Layout (Kafka's FetchRequest.json, v11 is not flexible; kio's schema is the test oracle,
 `tests/brokerd/protocol/test_fetch_request.py`)::

@@ -45,7 +45,7 @@ from brokerd.replication.isr import IsrManager
 from brokerd.replication.partition import AppendResult, Partition
 from brokerd.replication.purgatory import FetchPurgatory, ProducePurgatory
 from brokerd.replication.throttle import ReplicationQuota
-from brokerd.storage import LogManager
+from brokerd.storage import Log, LogManager, NewLog
 from brokerd.storage.log_dir import LogDirectory
 from brokerd.types import BrokerId, LeaderEpoch, Offset, TopicPartition
 from kafkaspec import replication_throttles as throttles
@@ -304,6 +304,7 @@ class ReplicaManager:
             topic = image.topics.get(key.topic)
             if topic is None or topic.topic_id != self._topic_ids.get(key.topic):
                 self._drop(key, delete_log=True)
+        new_logs = self._open_logs(image)
         for name, topic in image.topics.items():
             if name in self._topic_configs and self._topic_configs[name] != dict(topic.configs):
                 self._log_manager.update_topic_config(name, dict(topic.configs))
@@ -322,8 +323,9 @@ class ReplicaManager:
                     continue
                 partition = self._partitions.get(key)
                 if partition is None:
-                    log_ = self._log_manager.get_or_create_log(name, assignment.partition, dict(topic.configs),
-                                                               topic.uuid)
+                    log_ = new_logs.get(key)
+                    if log_ is None:  # its log dir failed: offline here
+                        continue
                     partition = self._partitions[key] = Partition(name, assignment.partition, self.node_id, log_,
                                                                   self, self.topic_metrics.topic(name))
                 if assignment.leader_id == self.node_id:
@@ -338,6 +340,30 @@ class ReplicaManager:
         self._stop_idle_fetchers()
         for listener in self._role_listeners:
             listener()
+
+    def _open_logs(self, image: ClusterImage) -> dict[TopicPartition, Log]:
+        """The logs of the replicas `image` gives this broker that have no `Partition` yet: existing ones, and
+        new ones created in one batch (`LogManager.create_logs`: durable on return, their fsyncs in parallel)."""
+        logs: dict[TopicPartition, Log] = {}
+        missing: list[NewLog] = []
+        for name, topic in image.topics.items():
+            configured = False
+            for assignment in topic.partitions:
+                key = TopicPartition(name, assignment.partition)
+                if key in self._partitions or self.node_id not in assignment.replicas:
+                    continue
+                if not configured:
+                    self._log_manager.update_topic_config(name, dict(topic.configs))
+                    configured = True
+                existing = self._log_manager.existing_log(name, assignment.partition, topic.uuid)
+                if existing is not None:
+                    logs[key] = existing
+                else:
+                    missing.append(NewLog(name, assignment.partition, topic.uuid))
+        if missing:
+            created = self._log_manager.create_logs(missing)
+            logs.update((TopicPartition(*tp), log_) for tp, log_ in created.items())
+        return logs
 
     def _become_leader(self, partition: Partition, assignment: PartitionAssignment) -> None:
         was_leader, old_epoch = partition.is_leader, partition.leader_epoch

@@ -26,7 +26,8 @@ logger = logging.getLogger(__name__)
 VERSION = 0
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes, sync_directory: bool = True) -> None:
+    """Without `sync_directory` the rename is durable only once the caller fsyncs the directory."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -35,7 +36,8 @@ def write_atomically(path: Path, data: bytes) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if sync_directory:
+        fsync_dir(path.parent)
 
 
 def fsync_dir(path: Path) -> None:

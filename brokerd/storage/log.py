@@ -172,10 +172,11 @@ class Log:
         return log
 
     def _load(self, state: LogState) -> None:
-        for path in self.dir.iterdir():
-            if path.name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
-                path.unlink()
-        bases = sorted(int(p.name[: -len(LOG_SUFFIX)]) for p in self.dir.glob("*" + LOG_SUFFIX))
+        names = os.listdir(self.dir)
+        for name in names:
+            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
+                (self.dir / name).unlink()
+        bases = sorted(int(name[: -len(LOG_SUFFIX)]) for name in names if name.endswith(LOG_SUFFIX))
         context = self._context
         interval = self.config.index_interval_bytes
         for i, base in enumerate(bases):
@@ -530,8 +531,8 @@ class Log:
             target = self.log_end_offset if up_to_offset is None else min(up_to_offset, self.log_end_offset)
             segments = [segment for segment in self._segments
                         if segment.base_offset < target and segment.next_offset > self.recovery_point]
-            if target == self.log_end_offset and self._segments[-1] not in segments:
-                segments.append(self._segments[-1])
+            if target == self.log_end_offset and self._segments[-1] not in segments and self._segments[-1].size:
+                segments.append(self._segments[-1])  # its index files (an empty segment has none to trust)
             work = [(segment, segment.file()) for segment in segments]
             for segment in segments:
                 segment.write_indexes()

@@ -2,7 +2,8 @@
 and the one entry point for appends (Kafka's `ReplicaManager`).
 
 On every image (and at start) each partition this broker is a replica of gets a `Partition` (its log is
-opened or created) and becomes leader or follower at the image's leader epoch: a new leader stops
+opened or created; the new logs of an image are created in one batch, a large one off the event loop, see
+`CREATE_OFF_LOOP_MIN_LOGS`) and becomes leader or follower at the image's leader epoch: a new leader stops
 fetching and wakes its acks=all waiters; a new follower joins the `ReplicaFetcher` of its leader's
 broker (truncating first). Topics that leave the image lose their logs. ISR health is checked every
 `ISR_CHECK_INTERVAL_MS`: ISR followers not caught up for `replica.lag.time.max.ms`, or whose broker the
@@ -55,6 +56,10 @@ log = logging.getLogger(__name__)
 
 ISR_CHECK_INTERVAL_MS = 250
 ACKS_ALL = -1
+CREATE_OFF_LOOP_MIN_LOGS = 8
+"""An image bringing at least this many new replicas here has their logs created on a worker thread (their
+`Partition`s appear once the logs are durable); fewer are created in place, one batch (about one fsync's
+time on the loop; what a small topic costs), so a client of a new small topic finds it at once."""
 
 AppendOutcome = AppendResult | BrokerError
 """Per entry of `append_records`: where the batch landed, or the error (carrying its Kafka error) that
@@ -97,6 +102,9 @@ class ReplicaManager:
         """`leader.replication.throttled.rate` over what this broker, as leader, sends to out-of-sync followers of
         the throttled replicas it leads (the Fetch handler asks it)."""
         self._isr_task: asyncio.Task | None = None
+        self._creating: set[TopicPartition] = set()
+        """Replicas whose logs a worker thread is creating (`_create_off_loop`): no `Partition` yet."""
+        self._creations: set[asyncio.Task] = set()
         self._started = False
         self._role_listeners: list[Callable[[], None]] = []
         metadata.add_listener(self._on_metadata_change)
@@ -120,6 +128,7 @@ class ReplicaManager:
 
     async def stop(self) -> None:
         self._started = False
+        await asyncio.gather(*self._creations, return_exceptions=True)  # the logs stay, for the next start
         if self._isr_task is not None:
             self._isr_task.cancel()
             await asyncio.gather(self._isr_task, return_exceptions=True)
@@ -343,14 +352,15 @@ class ReplicaManager:
 
     def _open_logs(self, image: ClusterImage) -> dict[TopicPartition, Log]:
         """The logs of the replicas `image` gives this broker that have no `Partition` yet: existing ones, and
-        new ones created in one batch (`LogManager.create_logs`: durable on return, their fsyncs in parallel)."""
+        new ones created in one batch (`LogManager.create_logs`: durable on return, their fsyncs in parallel) —
+        in place, or when there are many, on a worker thread (`_create_off_loop`), left out here until done."""
         logs: dict[TopicPartition, Log] = {}
         missing: list[NewLog] = []
         for name, topic in image.topics.items():
             configured = False
             for assignment in topic.partitions:
                 key = TopicPartition(name, assignment.partition)
-                if key in self._partitions or self.node_id not in assignment.replicas:
+                if key in self._partitions or key in self._creating or self.node_id not in assignment.replicas:
                     continue
                 if not configured:
                     self._log_manager.update_topic_config(name, dict(topic.configs))
@@ -360,10 +370,36 @@ class ReplicaManager:
                     logs[key] = existing
                 else:
                     missing.append(NewLog(name, assignment.partition, topic.uuid))
-        if missing:
+        if len(missing) >= CREATE_OFF_LOOP_MIN_LOGS:
+            self._creating.update(TopicPartition(new.topic, new.partition) for new in missing)
+            task = asyncio.get_running_loop().create_task(self._create_off_loop(missing), name="create-logs")
+            self._creations.add(task)
+            task.add_done_callback(self._creations.discard)
+        elif missing:
             created = self._log_manager.create_logs(missing)
             logs.update((TopicPartition(*tp), log_) for tp, log_ in created.items())
         return logs
+
+    async def _create_off_loop(self, missing: list[NewLog]) -> None:
+        """Create `missing` on a worker thread, then apply the current image: the new replicas take their roles.
+        A log whose replica left the image meanwhile (topic deleted or re-created, reassigned away) is deleted."""
+        try:
+            created = await asyncio.to_thread(self._log_manager.create_logs, missing)
+        except Exception:  # noqa: BLE001 - every dir offline, or a bug: the next image tries again
+            log.exception("creating %d logs failed", len(missing))
+            created = {}
+        finally:
+            self._creating.difference_update(TopicPartition(new.topic, new.partition) for new in missing)
+        if not self._started:
+            return
+        image = self._metadata.image
+        for new in missing:
+            topic, assignment = image.topics.get(new.topic), image.partition(new.topic, new.partition)
+            if (new.topic, new.partition) in created and (
+                    topic is None or assignment is None or topic.uuid != new.topic_id
+                    or self.node_id not in assignment.replicas):
+                self._log_manager.delete_log(new.topic, new.partition)
+        self._apply(image)
 
     def _become_leader(self, partition: Partition, assignment: PartitionAssignment) -> None:
         was_leader, old_epoch = partition.is_leader, partition.leader_epoch

@@ -26,7 +26,8 @@ Lifecycle: `LogManager(...)` does no I/O; `startup()` loads (and after an unclea
 every log; `start()` spawns the maintenance thread; `shutdown()` stops it, flushes, writes checkpoints
 and the clean-shutdown marker.
 
-Concurrency contract: public methods are called from one thread (the broker's event loop). The
+Concurrency contract: public methods are called from one thread (the broker's event loop), except that
+`create_logs` may run on a worker thread meanwhile, for partitions no other call touches until it returned. The
 maintenance thread (`start()`) works through `run_maintenance`, which only uses the logs' thread-safe
 maintenance methods; the log map is guarded by a lock.
 """

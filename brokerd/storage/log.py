@@ -34,7 +34,7 @@ from pathlib import Path
 from brokerd.clock import Clock
 from brokerd.records import batch as rb
 from brokerd.records.errors import InvalidRecordError
-from brokerd.storage.checkpoints import fsync_dir
+from brokerd.storage.checkpoints import fsync_dir, fsync_file
 from brokerd.storage.config import LONG_MAX, LogConfig
 from brokerd.storage.errors import OffsetOutOfRangeError
 from brokerd.storage.file_handles import FileHandleCache, SegmentFile
@@ -162,7 +162,7 @@ class Log:
              state: LogState) -> "Log":
         """Load (or create) the log in `directory`. After an unclean shutdown, every segment holding
         offsets at or after `state.recovery_point` is re-validated and the torn or corrupt tail
-        truncated, then the recovered part is fsynced."""
+        truncated, the leader epochs of its batches assigned again, then the recovered part is fsynced."""
         log = cls(directory, topic, partition, config, context)
         with log.lock, context.log_dir.io_guard():
             directory.mkdir(parents=True, exist_ok=True)
@@ -186,7 +186,8 @@ class Log:
                 segment = LogSegment.open(self.dir, base, context.handles, interval)
             else:
                 segment = LogSegment.open_for_recovery(self.dir, base, context.handles, interval)
-                truncated = segment.recover()
+                truncated = segment.recover(lambda header: self.leader_epoch_cache.assign_from_batch(
+                    header.partition_leader_epoch, header.base_offset))
                 if truncated and next_base is not None:
                     self._segments.append(segment)
                     for later in bases[i + 1 :]:
@@ -536,11 +537,14 @@ class Log:
             work = [(segment, segment.file()) for segment in segments]
             for segment in segments:
                 segment.write_indexes()
-            needs_dir_fsync, self._dir_needs_fsync = self._dir_needs_fsync, False
+            epochs_unsynced, self.leader_epoch_cache.unsynced = self.leader_epoch_cache.unsynced, False
+            needs_dir_fsync, self._dir_needs_fsync = self._dir_needs_fsync or epochs_unsynced, False
             flushed_messages = self._unflushed_messages if target == self.log_end_offset else 0
         with self.log_dir.io_guard():
             for segment, file in work:
                 segment.fsync(file)
+            if epochs_unsynced:  # the epochs of the batches now fsynced (and maybe later ones)
+                fsync_file(self.leader_epoch_cache.path)
             if needs_dir_fsync:
                 fsync_dir(self.dir)
         with self.lock:

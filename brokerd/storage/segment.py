@@ -24,7 +24,7 @@ log's list (deleted, replaced by the cleaner) is never written again.
 """
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -360,9 +360,9 @@ class LogSegment:
 
     # --- recovery and truncation -----------------------------------------------------------------------
 
-    def recover(self) -> int:
-        """Re-validate every batch, rebuild the indexes, and truncate at the first invalid byte.
-        Returns the number of bytes truncated."""
+    def recover(self, on_batch: Callable[[rb.BatchHeader], None] | None = None) -> int:
+        """Re-validate every batch, rebuild the indexes, and truncate at the first invalid byte; `on_batch` sees
+        each valid batch's header. Returns the number of bytes truncated."""
         file = self.file()
         file_size = os.fstat(file.fileno()).st_size
         self._reset_state()
@@ -380,6 +380,8 @@ class LogSegment:
                 self.rolling_timestamp = header.max_timestamp
             self.next_offset = header.next_offset
             valid_end = position + header.size
+            if on_batch is not None:
+                on_batch(header)
         if valid_end < file_size:
             os.ftruncate(file.fileno(), valid_end)
         self.size = valid_end

@@ -267,26 +267,11 @@ class LogManager:
             load[id(log_dir)] += 1
             placed.append((spec, log_dir))
 
-        def create(item: tuple[NewLog, LogDirectory]) -> Log | None:
-            spec, log_dir = item
-            directory = log_dir.path / partition_dir_name(spec.topic, spec.partition)
-            try:
-                log = Log.open(directory, spec.topic, spec.partition, self._config_for(spec.topic),
-                               self._context(log_dir), LogState(clean_shutdown=True))
-                if spec.topic_id is not None:
-                    with log_dir.io_guard():
-                        topic_id_file.write(directory, spec.topic_id, sync_directory=False)
-                log.flush()  # fsyncs the partition directory: the first segment and partition.metadata
-            except KafkaStorageError:
-                logger.exception("the log of %s-%d could not be created", spec.topic, spec.partition)
-                return None
-            return log
-
         if len(placed) == 1:
-            logs = [create(placed[0])]
+            logs = [self._create_durably(*placed[0])]
         else:
             with ThreadPoolExecutor(min(CREATE_WORKERS, len(placed)), thread_name_prefix="log-create") as pool:
-                logs = list(pool.map(create, placed))
+                logs = list(pool.map(lambda item: self._create_durably(*item), placed))
         for log_dir in {id(d): d for _, d in placed}.values():
             try:
                 with log_dir.io_guard():
@@ -303,6 +288,22 @@ class LogManager:
                 self._logs[key] = created[key] = log
                 self._stored_topic_ids[key] = spec.topic_id
         return created
+
+    def _create_durably(self, new: NewLog, log_dir: LogDirectory) -> Log | None:
+        """One log of `create_logs`, its partition directory fsynced (the log dir is the caller's); None if
+        its dir failed."""
+        directory = log_dir.path / partition_dir_name(new.topic, new.partition)
+        try:
+            log = Log.open(directory, new.topic, new.partition, self._config_for(new.topic),
+                           self._context(log_dir), LogState(clean_shutdown=True))
+            if new.topic_id is not None:
+                with log_dir.io_guard():
+                    topic_id_file.write(directory, new.topic_id, sync_directory=False)
+            log.flush()  # fsyncs the partition directory: the first segment and partition.metadata
+        except KafkaStorageError:
+            logger.exception("the log of %s-%d could not be created", new.topic, new.partition)
+            return None
+        return log
 
     def update_topic_config(self, topic: str, overrides: Mapping[str, object]) -> None:
         """Replace the topic's overrides; every log of the topic gets the new LogConfig (a no-op when they are

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from brokerd.clock import Clock, SystemClock
 from brokerd.counters import BrokerTopicMetrics
 from brokerd.errors import BrokerError
-from brokerd.metadata.image import BrokerEndpoint, ClusterImage, PartitionAssignment
+from brokerd.metadata.image import BrokerEndpoint, ClusterImage, PartitionAssignment, TopicMetadata
 from brokerd.metadata.store import MetadataStore
 from brokerd.replication.config import ReplicationConfig
 from brokerd.replication.errors import (
@@ -299,9 +299,23 @@ class ReplicaManager:
 
     def _on_metadata_change(self, old: ClusterImage, new: ClusterImage) -> None:
         if self._started:
-            self._apply(new)
+            self._apply(new, old)
 
-    def _apply(self, image: ClusterImage) -> None:
+    @staticmethod
+    def _changed_topics(previous: ClusterImage | None, image: ClusterImage) -> list[str] | None:
+        """The topics whose metadata differs from `previous` (the image applied before): a delta shares the
+        untouched ones, so this is O(topics) identity checks. None (every topic) without a previous image or
+        when the brokers or broker configs changed, which any replica's role or fetcher may depend on."""
+        if previous is None or previous.brokers != image.brokers or previous.broker_configs != image.broker_configs:
+            return None
+        return [name for name in image.topics.keys() | previous.topics.keys()
+                if image.topics.get(name) is not previous.topics.get(name)]
+
+    def _apply(self, image: ClusterImage, previous: ClusterImage | None = None) -> None:
+        """Every replica in the role `image` gives it; with `previous` (the image applied before), only the
+        replicas of the topics that changed are visited: a one-partition change costs O(topics), not
+        O(partitions)."""
+        changed = self._changed_topics(previous, image)
         self._fenced = frozenset(b.node_id for b in image.brokers if b.fenced)
         own, default = image.broker_configs.get(str(self.node_id), {}), image.broker_configs.get("default", {})
         for quota, rate, replicas in ((self.follower_quota, throttles.FOLLOWER_RATE, throttles.FOLLOWER_REPLICAS),
@@ -309,12 +323,19 @@ class ReplicaManager:
             quota.configure(throttles.rate(rate, own, default), {
                 name: throttles.throttled_partitions(topic.configs[replicas], self.node_id)
                 for name, topic in image.topics.items() if topic.configs.get(replicas)})
-        for key in list(self._partitions):
+        if changed is None:
+            candidates = list(self._partitions)
+        else:  # the replicas of a changed topic, as `previous` had them
+            candidates = [TopicPartition(name, index) for name in changed if name in previous.topics  # type: ignore[union-attr]
+                          for index in range(len(previous.topics[name].partitions))]  # type: ignore[union-attr]
+        for key in candidates:
             topic = image.topics.get(key.topic)
-            if topic is None or topic.topic_id != self._topic_ids.get(key.topic):
+            if key in self._partitions and (topic is None or topic.topic_id != self._topic_ids.get(key.topic)):
                 self._drop(key, delete_log=True)
-        new_logs = self._open_logs(image)
-        for name, topic in image.topics.items():
+        topics = image.topics if changed is None else {name: image.topics[name] for name in changed
+                                                       if name in image.topics}
+        new_logs = self._open_logs(topics)
+        for name, topic in topics.items():
             if name in self._topic_configs and self._topic_configs[name] != dict(topic.configs):
                 self._log_manager.update_topic_config(name, dict(topic.configs))
             self._topic_configs[name] = dict(topic.configs)
@@ -350,13 +371,13 @@ class ReplicaManager:
         for listener in self._role_listeners:
             listener()
 
-    def _open_logs(self, image: ClusterImage) -> dict[TopicPartition, Log]:
-        """The logs of the replicas `image` gives this broker that have no `Partition` yet: existing ones, and
+    def _open_logs(self, topics: Mapping[str, TopicMetadata]) -> dict[TopicPartition, Log]:
+        """The logs of the replicas of `topics` on this broker that have no `Partition` yet: existing ones, and
         new ones created in one batch (`LogManager.create_logs`: durable on return, their fsyncs in parallel) —
         in place, or when there are many, on a worker thread (`_create_off_loop`), left out here until done."""
         logs: dict[TopicPartition, Log] = {}
         missing: list[NewLog] = []
-        for name, topic in image.topics.items():
+        for name, topic in topics.items():
             configured = False
             for assignment in topic.partitions:
                 key = TopicPartition(name, assignment.partition)

@@ -1,8 +1,10 @@
-"""The replica manager creates the logs an image brings: a few in place (the replica exists when the image is
-applied), many on a worker thread (the event loop keeps serving; the replicas appear once their logs are
-durable), and a log whose replica left the image while it was being created is deleted, not left behind."""
+"""How the replica manager applies an image. It creates the logs an image brings: a few in place (the replica
+exists when the image is applied), many on a worker thread (the event loop keeps serving; the replicas appear once
+their logs are durable), and a log whose replica left the image while it was being created is deleted, not left
+behind. A change visits only the replicas of the topics it changed (a delta shares the others)."""
 
 import asyncio
+import dataclasses
 import uuid
 
 from brokerd.clock import ManualClock
@@ -65,5 +67,27 @@ def test_a_log_whose_topic_left_while_it_was_created_is_deleted(tmp_path):
         await until(lambda: not replicas._creations)
         assert [tp for tp, _ in logs.logs()] == [("kept", 0)]
         assert sorted(p.name for p in (tmp_path / "logs").iterdir() if p.is_dir()) == ["kept-0"]
+
+    run(tmp_path, scenario)
+
+
+def test_a_change_visits_only_the_replicas_of_the_topics_it_changed(tmp_path, monkeypatch):
+    async def scenario(logs, metadata, replicas):
+        metadata.set_image(image({"a": 3, "b": 3}))
+        visited = []
+        real = ReplicaManager._become_leader
+        monkeypatch.setattr(ReplicaManager, "_become_leader",
+                            lambda self, partition, assignment: (visited.append(partition.key),
+                                                                 real(self, partition, assignment)))
+        before = metadata.image
+        moved = dataclasses.replace(before.topics["a"].partitions[1], leader_epoch=1)
+        a = dataclasses.replace(before.topics["a"], partitions=(before.topics["a"].partitions[0], moved,
+                                                                before.topics["a"].partitions[2]))
+        metadata.set_image(dataclasses.replace(before, topics={"a": a, "b": before.topics["b"]}))
+        assert sorted(visited) == [("a", 0), ("a", 1), ("a", 2)]
+        assert replicas.leader_partition("a", 1).leader_epoch == 1
+        visited.clear()
+        metadata.set_image(dataclasses.replace(metadata.image, brokers=(*BROKERS, BrokerEndpoint(2, "h", 2))))
+        assert len(visited) == 6  # a broker changed: every replica is looked at again
 
     run(tmp_path, scenario)

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import urllib.request
 from pathlib import Path
 
@@ -158,12 +159,13 @@ def leader_counts() -> dict[int, int]:
 # --- one size ------------------------------------------------------------------------------------------
 
 
-def measure(size: int, directory: Path) -> dict[str, float]:
+def measure(size: int, directory: Path, figures: dict) -> None:
+    """Fill `figures` for `size` partitions (what was measured stays in it if a later step fails)."""
     from bench.metadata import PARTITIONS_PER_TOPIC, grow_to, setup_django, swing_one_leader
     from tests.support.cluster import broker_cluster
     from tests.support.controlplane import control_plane
 
-    figures: dict[str, float] = {"partitions": size}
+    figures["partitions"] = size
     with control_plane(directory) as plane, broker_cluster(plane, directory, 3, overrides=BROKER_OVERRIDES) as cluster:
         setup_django(str(plane.var_dir))
         from django.db import connection
@@ -264,7 +266,6 @@ def measure(size: int, directory: Path) -> dict[str, float]:
         for probe in probes.values():
             probe.close()
         connection.close()
-    return figures
 
 
 def warm_producer(bootstrap: str, sample: list[tuple[str, int]]):
@@ -311,8 +312,14 @@ def measure_in_child(size: int) -> dict[str, float]:
 def main() -> int:
     sys.path[:0] = [str(REPO_ROOT), str(REPO_ROOT / "platform")]
     if len(sys.argv) > 1:  # one size, in a child
+        figures: dict = {}
         with tempfile.TemporaryDirectory(prefix="strom-bench-metadata-cluster-") as directory:
-            print(json.dumps(measure(int(sys.argv[1]), Path(directory))))
+            try:
+                measure(int(sys.argv[1]), Path(directory), figures)
+            except Exception as exc:  # noqa: BLE001 - reported in the table; the other sizes still run
+                traceback.print_exc()
+                figures["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        print(json.dumps(figures))
         return 0
     load_before = os.getloadavg()
     results = [measure_in_child(size) for size in SIZES]
@@ -325,8 +332,12 @@ def main() -> int:
     for label, key, fmt, kafka, target in ROWS[1:]:
         print(f"{label:<{width}}  " + "  ".join(f"{fmt.format(r[key]) if key in r else '-':>12}" for r in results)
               + f"  {kafka:>30}  {target:>18}")
-    if len(results) > 1:
-        first, last = results[0], results[-1]
+    for r in results:
+        if "error" in r:
+            print(f"{r['partitions']:,} partitions: stopped by {r['error']}")
+    measured = [r for r in results if "rss_broker1_mib" in r]
+    if len(measured) > 1:
+        first, last = measured[0], measured[-1]
         per = [(last[f"rss_broker{b}_mib"] - first[f"rss_broker{b}_mib"]) * 1024 * 1024
                / (last["partitions"] - first["partitions"]) for b in (1, 2, 3)]
         print(f"broker RSS per hosted partition (slope {first['partitions']:,.0f} -> {last['partitions']:,.0f}): "

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from brokerd.errors import BrokerError
 from brokerd.records import batch as rb
+from brokerd.storage.checkpoints import fsync_file
 from brokerd.storage.errors import CorruptIndexError
 from brokerd.storage.file_handles import FileHandleCache, SegmentFile
 from brokerd.storage.offset_index import OffsetIndex
@@ -438,14 +439,7 @@ class LogSegment:
         index renamed away meanwhile is skipped."""
         os.fsync(file.fileno())
         for path in (self.index_path, self.time_index_path):
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
-                continue
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_file(path)
 
     def promote(self) -> None:
         """Rename this compacted copy's `*.cleaned` files over the final names (log first). An empty copy

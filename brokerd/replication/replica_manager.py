@@ -105,6 +105,8 @@ class ReplicaManager:
         self._creating: set[TopicPartition] = set()
         """Replicas whose logs a worker thread is creating (`_create_off_loop`): no `Partition` yet."""
         self._creations: set[asyncio.Task] = set()
+        self._apply_incomplete = False
+        """The last `_apply` raised: the next one visits every replica, not only the changed topics'."""
         self._started = False
         self._role_listeners: list[Callable[[], None]] = []
         metadata.add_listener(self._on_metadata_change)
@@ -299,7 +301,7 @@ class ReplicaManager:
 
     def _on_metadata_change(self, old: ClusterImage, new: ClusterImage) -> None:
         if self._started:
-            self._apply(new, old)
+            self._apply(new, None if self._apply_incomplete else old)
 
     @staticmethod
     def _changed_topics(previous: ClusterImage | None, image: ClusterImage) -> list[str] | None:
@@ -316,6 +318,7 @@ class ReplicaManager:
         replicas of the topics that changed are visited: a one-partition change costs O(topics), not
         O(partitions)."""
         changed = self._changed_topics(previous, image)
+        self._apply_incomplete = True  # until the end: an application cut short by an error is redone in full
         self._fenced = frozenset(b.node_id for b in image.brokers if b.fenced)
         own, default = image.broker_configs.get(str(self.node_id), {}), image.broker_configs.get("default", {})
         for quota, rate, replicas in ((self.follower_quota, throttles.FOLLOWER_RATE, throttles.FOLLOWER_REPLICAS),
@@ -368,6 +371,7 @@ class ReplicaManager:
             self._topic_configs.pop(topic_name, None)
             self._min_isr.pop(topic_name, None)
         self._stop_idle_fetchers()
+        self._apply_incomplete = False
         for listener in self._role_listeners:
             listener()
 

@@ -410,9 +410,10 @@ class ReplicaManager:
         A log whose replica left the image meanwhile (topic deleted or re-created, reassigned away) is deleted."""
         try:
             created = await asyncio.to_thread(self._log_manager.create_logs, missing)
-        except Exception:  # noqa: BLE001 - every dir offline, or a bug: the next image tries again
+        except Exception:  # noqa: BLE001 - every dir offline, or a bug: the next image tries again, in full
             log.exception("creating %d logs failed", len(missing))
-            created = {}
+            self._apply_incomplete = True
+            return
         finally:
             self._creating.difference_update(TopicPartition(new.topic, new.partition) for new in missing)
         if not self._started:

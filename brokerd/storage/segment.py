@@ -363,7 +363,11 @@ class LogSegment:
 
     def recover(self, on_batch: Callable[[rb.BatchHeader], None] | None = None) -> int:
         """Re-validate every batch, rebuild the indexes, and truncate at the first invalid byte; `on_batch` sees
-        each valid batch's header. Returns the number of bytes truncated."""
+        each valid batch's header. Returns the number of bytes truncated. An empty file is not even opened."""
+        if self.log_path.stat().st_size == 0:
+            self.size = 0
+            self._load_tail_state()
+            return 0
         file = self.file()
         file_size = os.fstat(file.fileno()).st_size
         self._reset_state()

@@ -93,8 +93,11 @@ def test_created_logs_are_lazy_and_batched(tmp_path):
     assert segment._offset_index is None and segment._time_index is None
     assert sorted(os.listdir(segment.directory)) == ["00000000000000000000.log"]
     manager.shutdown()
-    reloaded = LogManager([tmp_path / "a", tmp_path / "b"], {}, ManualClock())
-    reloaded.startup()
-    assert len(reloaded.logs()) == 10 and len(reloaded.handles) == 0
-    assert reloaded.get_log("lazy", 3).active_segment._offset_index is None
+    for clean in (True, False):  # after a clean shutdown, and after a crash (every log recovered)
+        reloaded = LogManager([tmp_path / "a", tmp_path / "b"], {}, ManualClock())
+        reloaded.startup()
+        assert len(reloaded.logs()) == 10 and len(reloaded.handles) == 0
+        assert reloaded.get_log("lazy", 3).active_segment._offset_index is None
+        if clean:
+            reloaded.handles.clear()  # no clean shutdown: the next load recovers
     reloaded.shutdown()

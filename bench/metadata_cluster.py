@@ -185,113 +185,132 @@ def settle(brokers) -> None:
 
 def measure(size: int, directory: Path, figures: dict) -> None:
     """Fill `figures` for `size` partitions (what was measured stays in it if a later step fails)."""
-    from bench.metadata import PARTITIONS_PER_TOPIC, grow_to, setup_django, swing_one_leader
+    from bench.metadata import setup_django
     from tests.support.cluster import broker_cluster
     from tests.support.controlplane import control_plane
 
     figures["partitions"] = size
     with control_plane(directory) as plane, broker_cluster(plane, directory, 3, overrides=BROKER_OVERRIDES) as cluster:
         setup_django(str(plane.var_dir))
-        from django.db import connection
+        probes = {b: MetadataProbe(broker.port) for b, broker in cluster.brokers.items()}
+        try:
+            host(size, cluster, probes, figures)
+            print(f"{size}: every broker hosts {size} replicas after {figures['hosted_s']:.1f} s", file=sys.stderr,
+                  flush=True)
+            leader_changes(size, plane, probes, figures)
+            print(f"{size}: {CHANGES} leader changes measured", file=sys.stderr, flush=True)
+            failover(cluster, probes, figures)
+            print(f"{size}: failover measured", file=sys.stderr, flush=True)
+            restart = time.perf_counter()
+            cluster.start(VICTIM, timeout_s=HOSTED_TIMEOUT_S)
+            figures["restart_s"] = time.perf_counter() - restart
+        finally:
+            for probe in probes.values():
+                probe.close()
 
-        from controlplane.cluster import metadata
 
-        brokers = cluster.brokers
-        started = time.perf_counter()
-        for target in range(min(CHUNK_PARTITIONS, size), size + 1, CHUNK_PARTITIONS):
-            grow_to(target)
-        connection.close()  # SQLite: no read snapshot held open while the others write
-        wait_for(lambda: all(hosted_replicas(b.log_dir) >= size for b in brokers.values()), HOSTED_TIMEOUT_S,
-                 "every broker hosting every replica", interval_s=0.2)
-        probes = {b: MetadataProbe(broker.port) for b, broker in brokers.items()}
-        last_topic = f"t{size // PARTITIONS_PER_TOPIC - 1:06d}"
-        wait_for(lambda: all(len(p.leaders([last_topic])) == 10 for p in probes.values()), 120,
-                 "every broker serving the last topic", interval_s=0.1)
-        figures["hosted_s"] = time.perf_counter() - started
-        settle(brokers)
-        figures.update({f"rss_broker{b}_mib": rss_mib(broker.process.pid) for b, broker in brokers.items()})
-        pids = control_plane_pids(plane)
-        figures["rss_web_mib"] = sum(rss_mib(pid) for pid in pids["web"])
-        figures["rss_controller_mib"] = rss_mib(pids["controller"][0])
-        print(f"{size}: every broker hosts {size} replicas after {figures['hosted_s']:.1f} s", file=sys.stderr,
-              flush=True)
+def host(size: int, cluster, probes: dict[int, MetadataProbe], figures: dict) -> None:
+    """Write the topics; until every broker hosts every replica and serves the last topic; the settled
+    cluster's RSS."""
+    from django.db import connection
 
-        # one leader change, CHANGES times
-        plane_pids = pids["web"] + pids["controller"]
-        idle_wall, idle_cpu = time.perf_counter(), cpu_s(plane_pids)
-        time.sleep(5)
-        idle_rate = (cpu_s(plane_pids) - idle_cpu) / (time.perf_counter() - idle_wall)
-        latencies, sizes, own_cpu = [], [], 0.0
-        wall0, cpu0 = time.perf_counter(), cpu_s(plane_pids)
-        for r in range(CHANGES):
-            topic = f"t{r % (size // PARTITIONS_PER_TOPIC):06d}"
-            since = metadata.current_version()
-            cpu_before = time.process_time()
-            swing_one_leader(topic)
-            committed = time.perf_counter()
-            own_cpu += time.process_time() - cpu_before
-            connection.close()
-            from controlplane.topics.models import Partition
+    from bench.metadata import PARTITIONS_PER_TOPIC, grow_to
 
-            target = Partition.objects.get(topic__name=topic, partition=0).leader
-            connection.close()
-            seen = {}
-            while len(seen) < len(probes):
-                for b, probe in probes.items():
-                    if b not in seen and probe.leaders([topic]).get((topic, 0)) == target:
-                        seen[b] = time.perf_counter() - committed
-                time.sleep(POLL_INTERVAL_S)
-            latencies.append(max(seen.values()) * 1000)
-            sizes.append(delta_bytes(plane, since))
-        changes_wall, changes_cpu = time.perf_counter() - wall0, cpu_s(plane_pids) - cpu0
-        figures["change_p50_ms"] = statistics.median(latencies)
-        figures["change_p99_ms"] = statistics.quantiles(latencies, n=100)[98] if len(latencies) > 1 else latencies[0]
-        figures["change_bytes"] = statistics.median(sizes)
-        figures["change_cpu_ms"] = (own_cpu + max(changes_cpu - idle_rate * changes_wall, 0)) / CHANGES * 1000
-        print(f"{size}: {CHANGES} leader changes measured", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    for target in range(min(CHUNK_PARTITIONS, size), size + 1, CHUNK_PARTITIONS):
+        grow_to(target)
+    connection.close()  # SQLite: no read snapshot held open while the others write
+    brokers = cluster.brokers
+    wait_for(lambda: all(hosted_replicas(b.log_dir) >= size for b in brokers.values()), HOSTED_TIMEOUT_S,
+             "every broker hosting every replica", interval_s=0.2)
+    last_topic = f"t{size // PARTITIONS_PER_TOPIC - 1:06d}"
+    wait_for(lambda: all(len(p.leaders([last_topic])) == PARTITIONS_PER_TOPIC for p in probes.values()), 120,
+             "every broker serving the last topic", interval_s=0.1)
+    figures["hosted_s"] = time.perf_counter() - started
+    settle(brokers)
+    figures.update({f"rss_broker{b}_mib": rss_mib(broker.process.pid) for b, broker in brokers.items()})
+    pids = control_plane_pids(cluster.plane)
+    figures["rss_web_mib"] = sum(rss_mib(pid) for pid in pids["web"])
+    figures["rss_controller_mib"] = rss_mib(pids["controller"][0])
 
-        # broker failure
-        settle(brokers)
-        figures["failover_leaderships"] = leader_counts()[VICTIM]
+
+def leader_changes(size: int, plane, probes: dict[int, MetadataProbe], figures: dict) -> None:
+    """CHANGES single leader changes: until all brokers answer the new leader, delta bytes, control-plane CPU."""
+    from django.db import connection
+
+    from bench.metadata import PARTITIONS_PER_TOPIC, swing_one_leader
+    from controlplane.cluster import metadata
+    from controlplane.topics.models import Partition
+
+    pids = control_plane_pids(plane)
+    plane_pids = pids["web"] + pids["controller"]
+    idle_wall, idle_cpu = time.perf_counter(), cpu_s(plane_pids)
+    time.sleep(5)
+    idle_rate = (cpu_s(plane_pids) - idle_cpu) / (time.perf_counter() - idle_wall)
+    latencies, sizes, own_cpu = [], [], 0.0
+    wall0, cpu0 = time.perf_counter(), cpu_s(plane_pids)
+    for r in range(CHANGES):
+        topic = f"t{r % (size // PARTITIONS_PER_TOPIC):06d}"
+        since = metadata.current_version()
+        cpu_before = time.process_time()
+        swing_one_leader(topic)
+        committed = time.perf_counter()
+        own_cpu += time.process_time() - cpu_before
+        target = Partition.objects.get(topic__name=topic, partition=0).leader
         connection.close()
-        before = probes[2].leaders(None)
-        led = sorted(tp for tp, leader in before.items() if leader == VICTIM)
-        sample = led[:: max(len(led) // SAMPLE, 1)][:SAMPLE]
-        probe_tp = led[0]
-        producer = warm_producer(cluster.bootstrap, sample)
-        survivors = {b: p for b, p in probes.items() if b != VICTIM}
-        probes[VICTIM].close()
-        acked: dict[tuple[str, int], float] = {}
-        killed = time.perf_counter()
-        cluster.kill(VICTIM)
-        for topic, partition in sample:
-            producer.produce(topic, b"after", partition=partition,
-                             on_delivery=lambda err, msg, tp=(topic, partition): err is None and acked.setdefault(
-                                 tp, time.perf_counter() - killed))
-        image_s = {}
-        while len(image_s) < len(survivors) or len(acked) < len(sample):
-            producer.poll(POLL_INTERVAL_S)
-            for b, probe in survivors.items():
-                if b not in image_s and probe.leaders([probe_tp[0]]).get(probe_tp) not in (VICTIM, None, -1):
-                    image_s[b] = time.perf_counter() - killed
-            if time.perf_counter() - killed > 300:
-                raise TimeoutError(f"failover: images {image_s}, acknowledged {len(acked)} of {len(sample)}")
-        figures["failover_image_s"] = max(image_s.values())
-        figures["failover_acked_s"] = max(acked.values())
-        producer.flush(10)
-        del producer  # before its brokers go: librdkafka would keep reconnecting
+        seen = {}
+        while len(seen) < len(probes):
+            for b, probe in probes.items():
+                if b not in seen and probe.leaders([topic]).get((topic, 0)) == target:
+                    seen[b] = time.perf_counter() - committed
+            time.sleep(POLL_INTERVAL_S)
+        latencies.append(max(seen.values()) * 1000)
+        sizes.append(delta_bytes(plane, since))
+    changes_wall, changes_cpu = time.perf_counter() - wall0, cpu_s(plane_pids) - cpu0
+    figures["change_p50_ms"] = statistics.median(latencies)
+    figures["change_p99_ms"] = statistics.quantiles(latencies, n=100)[98] if len(latencies) > 1 else latencies[0]
+    figures["change_bytes"] = statistics.median(sizes)
+    figures["change_cpu_ms"] = (own_cpu + max(changes_cpu - idle_rate * changes_wall, 0)) / CHANGES * 1000
+
+
+def failover(cluster, probes: dict[int, MetadataProbe], figures: dict) -> None:
+    """SIGKILL of VICTIM (leading a third): until both survivors answer new leaders, and until an acks=all
+    producer has a record on each sampled partition acknowledged; then every partition checked."""
+    from django.db import connection
+
+    settle(cluster.brokers)
+    figures["failover_leaderships"] = leader_counts()[VICTIM]
+    connection.close()
+    before = probes[2].leaders(None)
+    led = sorted(tp for tp, leader in before.items() if leader == VICTIM)
+    sample = led[:: max(len(led) // SAMPLE, 1)][:SAMPLE]
+    probe_tp = led[0]
+    producer = warm_producer(cluster.bootstrap, sample)
+    survivors = {b: p for b, p in probes.items() if b != VICTIM}
+    probes[VICTIM].close()
+    acked: dict[tuple[str, int], float] = {}
+    killed = time.perf_counter()
+    cluster.kill(VICTIM)
+    for topic, partition in sample:
+        producer.produce(topic, b"after", partition=partition,
+                         on_delivery=lambda err, msg, tp=(topic, partition): err is None and acked.setdefault(
+                             tp, time.perf_counter() - killed))
+    image_s = {}
+    while len(image_s) < len(survivors) or len(acked) < len(sample):
+        producer.poll(POLL_INTERVAL_S)
         for b, probe in survivors.items():
-            after = probe.leaders(None)
-            stale = [tp for tp in led if after.get(tp) in (VICTIM, None, -1)]
-            assert not stale, f"broker {b} still has no new leader for {len(stale)} partitions, e.g. {stale[:3]}"
-        print(f"{size}: failover measured", file=sys.stderr, flush=True)
-
-        restart = time.perf_counter()
-        cluster.start(VICTIM, timeout_s=HOSTED_TIMEOUT_S)
-        figures["restart_s"] = time.perf_counter() - restart
-        for probe in probes.values():
-            probe.close()
-        connection.close()
+            if b not in image_s and probe.leaders([probe_tp[0]]).get(probe_tp) not in (VICTIM, None, -1):
+                image_s[b] = time.perf_counter() - killed
+        if time.perf_counter() - killed > 300:
+            raise TimeoutError(f"failover: images {image_s}, acknowledged {len(acked)} of {len(sample)}")
+    figures["failover_image_s"] = max(image_s.values())
+    figures["failover_acked_s"] = max(acked.values())
+    producer.flush(10)
+    del producer  # before its brokers go: librdkafka would keep reconnecting
+    for b, probe in survivors.items():
+        after = probe.leaders(None)
+        stale = [tp for tp in led if after.get(tp) in (VICTIM, None, -1)]
+        assert not stale, f"broker {b} still has no new leader for {len(stale)} partitions, e.g. {stale[:3]}"
 
 
 def warm_producer(bootstrap: str, sample: list[tuple[str, int]]):

@@ -14,6 +14,7 @@ an *unclean* election picks a live replica outside the ISR (may lose acknowledge
 """
 
 import json
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
@@ -30,8 +31,8 @@ from controlplane.topics.models import NO_LEADER, Partition, Topic
 
 __all__ = ("PREFERRED", "UNCLEAN", "ElectionResult", "PartitionState", "apply_change", "apply_changes", "audit_states",
            "audit_target", "choose_after_fencing", "choose_leader_for_offline", "choose_preferred", "elect_leaders",
-           "elect_offline_partitions", "election_action", "imbalanced_partitions", "live_broker_ids",
-           "on_broker_gone", "topic_targets", "unclean_allowed")
+           "elect_offline_partitions", "election_action", "live_broker_ids",
+           "on_broker_gone", "rebalance_preferred_leaders", "topic_targets", "unclean_allowed")
 
 PREFERRED = "preferred"
 UNCLEAN = "unclean"
@@ -152,27 +153,6 @@ def apply_changes(changes: Iterable[tuple[Partition, PartitionState]]) -> list[P
     return changed
 
 
-def imbalanced_partitions(partitions: Iterable[Partition], live: Collection[int], threshold_percent: int
-                          ) -> list[Partition]:
-    """Kafka's auto leader rebalance: partitions to move back to their preferred leader.
-
-    For each broker, the imbalance ratio is the share of the partitions it prefers to lead that it does not
-    lead. Brokers whose ratio exceeds `threshold_percent` get their partitions back where that is possible
-    (the preferred replica is live and in sync).
-    """
-    preferred_by_broker: dict[int, list[Partition]] = {}
-    for p in partitions:
-        if p.replicas:
-            preferred_by_broker.setdefault(p.replicas[0], []).append(p)
-    chosen = []
-    for broker, preferred in preferred_by_broker.items():
-        not_leading = [p for p in preferred if p.leader != broker]
-        if broker in live and len(not_leading) * 100 > threshold_percent * len(preferred):
-            chosen += [p for p in not_leading if isinstance(choose_preferred(p.replicas, p.isr, p.leader, live),
-                                                            PartitionState)]
-    return chosen
-
-
 @dataclass(frozen=True)
 class ElectionResult:
     topic: str
@@ -283,7 +263,15 @@ def _outcome(decided: PartitionState | None, isr: list[int], leader: int) -> Out
     return decided.leader, decided.isr, decided.leader != leader
 
 
-def _elect(partitions: QuerySet[Partition], decide: Decide) -> int:
+def _states(partitions: QuerySet[Partition]) -> list[tuple[str, str, int, int]]:
+    """The distinct states of `partitions` and how many partitions are in each: (replicas, ISR, leader,
+    count), the JSON columns as the database's text; one GROUP BY."""
+    return list(_with_state(partitions).order_by().values_list("replicas_text", "isr_text", "leader")
+                .annotate(count=Count("id")))
+
+
+def _elect(partitions: QuerySet[Partition], decide: Decide, states: list[tuple[str, str, int, int]] | None = None
+           ) -> int:
     """Apply `decide` to every partition of `partitions` in a few set-based statements; returns how many
     partitions changed.
 
@@ -295,7 +283,7 @@ def _elect(partitions: QuerySet[Partition], decide: Decide) -> int:
     chunks of `CHANGE_CHUNK`), still reading only (id, topic, state) tuples: states whose outcome depends on
     the topic's unclean setting (a topic overrides it, and the whole ISR is gone), and more than
     `MAX_STATES_BY_CONDITION` changing states (large clusters), where one condition per state would scan
-    the table once per state.
+    the table once per state. `states`: `_states(partitions)` when the caller read them already.
 
     The rows are not re-checked against the epochs they were read at: the caller's `locked_state()` is the
     guarantee (every writer of partitions takes it first). The metadata log's triggers note every row an
@@ -305,9 +293,7 @@ def _elect(partitions: QuerySet[Partition], decide: Decide) -> int:
     deviating = any(flag != default for flag in flags.values())
     outcomes: dict[State, Outcome] = {}
     by_flag: dict[State, dict[bool, Outcome | None]] = {}
-    states = _with_state(partitions).order_by().values_list("replicas_text", "isr_text", "leader") \
-        .annotate(count=Count("id"))
-    for replicas_text, isr_text, leader, _ in states:
+    for replicas_text, isr_text, leader, _ in _states(partitions) if states is None else states:
         replicas, isr = json.loads(replicas_text), json.loads(isr_text)
         outcome = _outcome(decide(replicas, isr, leader, default), isr, leader)
         other = _outcome(decide(replicas, isr, leader, not default), isr, leader) if deviating else outcome
@@ -337,6 +323,34 @@ def _elect(partitions: QuerySet[Partition], decide: Decide) -> int:
             for start in range(0, len(pks), CHANGE_CHUNK):
                 changed += _write(Partition.objects.filter(pk__in=pks[start:start + CHANGE_CHUNK]), outcome)
     return changed
+
+
+def rebalance_preferred_leaders(live: Collection[int], threshold_percent: int) -> int:
+    """Kafka's auto leader rebalance; returns how many partitions moved back to their preferred leader.
+
+    A broker's imbalance is the share of the partitions it prefers to lead (it is their first replica) that
+    it does not lead. Live brokers whose imbalance exceeds `threshold_percent` get those partitions back
+    wherever they are in sync (`choose_preferred`). Counted and written per partition state (`_elect`): no
+    partition is read into Python. Caller holds `metadata.locked_state()`.
+    """
+    partitions = Partition.objects.all()
+    states = _states(partitions)
+    preferred: Counter[int] = Counter()
+    not_leading: Counter[int] = Counter()
+    for replicas_text, _, leader, count in states:
+        replicas = json.loads(replicas_text)
+        if replicas:
+            preferred[replicas[0]] += count
+            not_leading[replicas[0]] += count if leader != replicas[0] else 0
+    imbalanced = {b for b in preferred if b in live and not_leading[b] * 100 > threshold_percent * preferred[b]}
+
+    def decide(replicas: list[int], isr: list[int], leader: int, _: bool) -> PartitionState | None:
+        if not replicas or replicas[0] not in imbalanced:
+            return None
+        outcome = choose_preferred(replicas, isr, leader, live)
+        return outcome if isinstance(outcome, PartitionState) else None
+
+    return _elect(partitions, decide, states)
 
 
 def on_broker_gone(broker_id: int, live: Collection[int]) -> bool:

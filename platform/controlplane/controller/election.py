@@ -3,8 +3,8 @@
 The `choose_*` functions are pure: given a partition's replicas, ISR and leader and the set of live brokers
 they return the partition's next `(leader, isr)`. `apply_change` writes one partition conditionally on the
 epochs it was read at, bumping `leader_epoch` when the leader changes and `partition_epoch` on any change;
-`apply_changes` writes many given partitions (ElectLeaders, the rebalance) in a few statements, one per
-distinct outcome and `CHANGE_CHUNK` partitions; a broker failure and the offline election (`_elect`) decide
+`apply_changes` writes many given partitions (ElectLeaders) in a few statements, one per distinct outcome
+and `CHANGE_CHUNK` partitions; a broker failure, the offline election and the rebalance (`_elect`) decide
 once per distinct partition state and write one UPDATE per outcome, without reading partitions. Callers
 hold `metadata.locked_state()` inside one transaction and bump the metadata version if anything changed: a
 failure moving 30,000 leaderships is one transaction and one metadata version.

@@ -32,11 +32,12 @@ ALL_LED_BOUND_S = 60.0
 """SIGKILL → every partition led by a live broker everywhere. Measured here (a loaded 2-core machine): see
 the printed figure; generous so that CI's noise does not fail it — the target is the benchmark's."""
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}
-BROKER_OVERRIDES = {"replica.lag.time.max.ms": "600000"}
-"""Creating 10,000 partitions' logs keeps each broker busy for minutes on a loaded 2-core machine (one
-partition after another); with Kafka's 30 s, leaders would drop followers that have not started fetching yet,
-and the ISR changes would flood the control plane before the test begins. The failover does not depend on it:
-the controller removes the killed broker from every ISR when it fences it."""
+BROKER_OVERRIDES = {"replica.lag.time.max.ms": "3600000"}
+"""Creating 10,000 partitions' logs keeps each broker busy for many minutes on a loaded 2-core machine (one
+partition after another: 13 min at load ~25); leaders then drop the followers that have not fetched yet for
+`replica.lag.time.max.ms`, and the resulting storm of single-partition AlterPartition requests (20,000 within
+two minutes, seen with 10 min) swamps the control plane before the test begins. The failover does not depend
+on it: the controller removes the killed broker from every ISR when it fences it."""
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,12 @@ def broker_leaders(cluster: Cluster, broker_id: int) -> dict[tuple[str, int], in
 
 
 def plane_leaders(cluster: Cluster) -> dict[tuple[str, int], int]:
-    return {(t["name"], p["partition"]): p["leader"] for t in cluster.plane.metadata()["topics"]
+    """Leader of every partition in the control plane's image; empty while it does not answer."""
+    try:
+        image = cluster.plane.metadata()
+    except OSError:  # a web process starved of CPU on a loaded machine: not led yet, ask again
+        return {}
+    return {(t["name"], p["partition"]): p["leader"] for t in image["topics"]
             if t["name"].startswith("scale-") for p in t["partitions"]}
 
 
@@ -94,15 +100,15 @@ def wait_for_acks(producers: list[AckingProducer], after: float, count: int, tim
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # creating 10,000 partitions' logs takes the brokers minutes on a loaded machine
+@pytest.mark.timeout(2400)  # creating 10,000 partitions' logs takes the brokers minutes on a loaded machine
 def test_the_broker_leading_the_most_of_10000_partitions_killed(cluster):
     names = [f"scale-{i:02d}" for i in range(TOPICS)]
     started = time.monotonic()
     for name in names:
         cluster.create_topic(name, PARTITIONS_PER_TOPIC, 3, TOPIC_CONFIGS)
     everyone = set(cluster.brokers)
-    wait_until(lambda: all_led(plane_leaders(cluster), everyone) and led_by_brokers(cluster, everyone), 1200,
-               interval_s=0.5, message="every broker serving every partition with a leader")
+    wait_until(lambda: all_led(plane_leaders(cluster), everyone) and led_by_brokers(cluster, everyone), 1500,
+               interval_s=5, message="every broker serving every partition with a leader")
     print(f"\n{TOPICS * PARTITIONS_PER_TOPIC} partitions created and led in every broker's Metadata in "
           f"{time.monotonic() - started:.1f}s")
 

@@ -84,9 +84,10 @@ def grow_to(total: int) -> None:
 
 
 def full_image() -> bytes:
+    """What `GET /metadata` answers and a snapshot holds."""
     from controlplane.cluster import metadata
 
-    return json.dumps(metadata.image(), separators=(",", ":")).encode()
+    return metadata.image_json().encode()
 
 
 def swing_one_leader(topic: str) -> None:

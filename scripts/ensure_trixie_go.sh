@@ -28,14 +28,32 @@ if [ -z "$mirror" ]; then
   exit 1
 fi
 
+current_entry() { # "version pool-path sha256" of $1 in trixie's Packages indexes today (cached per run)
+  local index
+  for arch in all amd64; do
+    index="$dest/debs/Packages-$arch"
+    [ -s "$index" ] || curl --fail --silent --show-error --retry 3 \
+      "$mirror/dists/trixie/main/binary-$arch/Packages.xz" | xz -dc > "$index"
+    awk -v want="$1" '/^Package: /{p = ($2 == want)} p && /^Version: /{v = $2} p && /^Filename: /{f = $2}
+      p && /^SHA256: /{print v, f, $2; exit}' "$index"
+  done | head -1
+}
+
 mkdir -p "$dest/debs"
+rm -f "$dest/debs/Packages-all" "$dest/debs/Packages-amd64"
 rm -rf "$dest/root.new"
 mkdir -p "$dest/root.new"
 grep -v '^#' "$list" | while read -r package version path sha256; do
   deb="$dest/debs/$(basename "$path")"
   if ! echo "$sha256  $deb" | sha256sum --check --status 2>/dev/null; then
     echo "downloading $package $version (Debian trixie)"
-    curl --fail --silent --show-error --retry 3 --output "$deb.part" "$mirror/$path"
+    if ! curl --fail --silent --show-error --retry 3 --output "$deb.part" "$mirror/$path"; then
+      # A point release replaced the pinned version: take the one trixie's index lists now, checked against it.
+      read -r version path sha256 < <(current_entry "$package")
+      echo "ensure_trixie_go.sh: the pinned $package is gone from the mirror; using trixie's $version" >&2
+      deb="$dest/debs/$(basename "$path")"
+      curl --fail --silent --show-error --retry 3 --output "$deb.part" "$mirror/$path"
+    fi
     if ! echo "$sha256  $deb.part" | sha256sum --check --status; then
       echo "ensure_trixie_go.sh: $path does not match its pinned SHA256 $sha256" >&2
       rm -f "$deb.part"

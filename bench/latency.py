@@ -12,7 +12,9 @@ Topologies:
   consumer, brokers 1-3 with /metrics), topic RF 3 with min.insync.replicas 2;
 - `standalone`: one `python -m brokerd --standalone`, topic RF 1.
 
-Printed per run: achieved rate, p50/p99/p99.9/max in ms, and p99 as a multiple of the floor's p99. The
+Printed per run: achieved rate, p50/p99/p99.9/max in ms, p99 as a multiple of the floor's p99, and the brokers'
+share of the CPUs meanwhile (schedstat: CPU used, and time spent runnable but waiting for a CPU — a broker that
+waits for a CPU milliseconds per wake-up adds that to every hop of the replication round trip). The
 floor, measured in the same run: a 1 KiB asyncio ping-pong (streams, one request outstanding) between this
 process and an echo server in another process — the least a request/response over loopback costs here.
 Reference: Confluent's published Apache Kafka benchmark reports p99 ~5 ms end-to-end on 3 brokers with
@@ -185,6 +187,44 @@ def create_topic(bootstrap: str, replication_factor: int, configs: dict[str, str
         time.sleep(0.1)
 
 
+# --- the brokers' share of the CPUs ---------------------------------------------------------------------
+
+def broker_pids(ports: list[int]) -> list[int]:
+    """The pids of the `python -m brokerd` processes listening on `ports`."""
+    listeners = {f"PLAINTEXT://127.0.0.1:{port}".encode() for port in ports}
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+                if b"brokerd" in argv and listeners.intersection(argv):
+                    pids.append(int(entry.name))
+    return pids
+
+
+def schedstat(pids: list[int]) -> tuple[int, int, int]:
+    """(ns on a CPU, ns runnable but waiting for a CPU, times scheduled) summed over every thread of `pids`
+    (/proc/<pid>/task/<tid>/schedstat; zeros where the kernel has no schedstats)."""
+    total = [0, 0, 0]
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                with contextlib.suppress(OSError, ValueError):
+                    for i, value in enumerate((task / "schedstat").read_text().split()[:3]):
+                        total[i] += int(value)
+    return total[0], total[1], total[2]
+
+
+def cpu_share(before: tuple[int, int, int], after: tuple[int, int, int], seconds: float, brokers: int) -> str:
+    """How the brokers fared for CPU between two `schedstat`s: a broker waiting for a CPU about as long as it
+    runs is the machine's load, not the broker's work."""
+    ran, waited, slices = (a - b for a, b in zip(after, before, strict=True))
+    if not slices:
+        return "brokers' CPU accounting unavailable"
+    return (f"brokers: {ran / 1e9 / seconds / brokers:.2f} CPU each, waited for a CPU {waited / 1e9 / seconds:.2f} s "
+            f"per s in all, {waited / slices / 1e6:.2f} ms per wake-up on average ({ran / slices / 1e6:.2f} ms run)")
+
+
 # --- topologies ----------------------------------------------------------------------------------------
 
 def _free_port_run(count: int) -> int:
@@ -281,18 +321,21 @@ def main() -> int:
     for name in topologies:
         start, replication_factor, configs = TOPOLOGIES[name]
         with start() as bootstrap:
+            brokers = broker_pids([int(address.rsplit(":", 1)[1]) for address in bootstrap.split(",")])
             for acks in acks_list:
                 for rate in rates:
                     label = f"{name} RF{replication_factor} acks={acks}"
                     try:
-                        run = produce_at_rate(bootstrap, create_topic(bootstrap, replication_factor, configs), rate,
-                                              acks, seconds)
+                        topic = create_topic(bootstrap, replication_factor, configs)
+                        started, before = time.monotonic(), schedstat(brokers)
+                        run = produce_at_rate(bootstrap, topic, rate, acks, seconds)
+                        share = cpu_share(before, schedstat(brokers), time.monotonic() - started, len(brokers))
                     except Exception as exc:  # noqa: BLE001 - one failed run must not hide the others' figures
                         print(f"  {label} {rate}/s failed: {exc}", flush=True)
                         continue
                     results.append(Latencies(label, rate, run.achieved_rate, run.samples_ms))
                     print(f"  {label} {rate}/s: p50 {run.quantile(0.5):.2f} p99 {run.quantile(0.99):.2f} "
-                          f"p99.9 {run.quantile(0.999):.2f} max {run.max:.2f} ms", flush=True)
+                          f"p99.9 {run.quantile(0.999):.2f} max {run.max:.2f} ms; {share}", flush=True)
     floor_p99 = floor.quantile(0.99)
     print(f"\n{'run':<36} {'rate/s':>7} {'achieved':>9} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>9} "
           f"{'max ms':>8} {'p99÷floor':>10}")

@@ -11,10 +11,11 @@ the next request reconnects. Event loop only.
 """
 
 import asyncio
+from collections.abc import Callable
 
 from brokerd.protocol.errors import MalformedRequestError
 from brokerd.protocol.framing import SIZE_PREFIX
-from brokerd.protocol.messages import decode_response, encode_request, response_correlation_id
+from brokerd.protocol.messages import decode_response, encode_request, frame_request, response_correlation_id
 
 CORRELATION_ID_MASK = 0x7FFFFFFF
 """Correlation ids count up from 1 and wrap before turning negative."""
@@ -47,8 +48,19 @@ class BrokerClient:
 
     async def request_frame(self, api_key: int, version: int, request: object, timeout_s: float) -> bytes:
         """Send `request` and return its response frame undecoded (without the size prefix, starting with
-        the correlation id), for callers that lay responses out by hand (the fetcher keeps fetched records a
-        slice of it). `timeout_s` bounds connecting, sending and receiving. Raises one of TRANSPORT_ERRORS."""
+        the correlation id), for callers that lay responses out by hand. `timeout_s` bounds connecting,
+        sending and receiving. Raises one of TRANSPORT_ERRORS."""
+        return await self._exchange(lambda correlation_id: encode_request(
+            api_key, version, correlation_id, self.client_id, request), timeout_s)
+
+    async def request_body(self, api_key: int, version: int, body: bytes, timeout_s: float) -> bytes:
+        """`request_frame` for a request body laid out by hand (the fetcher's Fetch,
+        `brokerd.protocol.fetch_request`): the fetcher keeps fetched records a slice of the response frame."""
+        return await self._exchange(lambda correlation_id: frame_request(
+            api_key, version, correlation_id, self.client_id, body), timeout_s)
+
+    async def _exchange(self, encode: Callable[[int], bytes], timeout_s: float) -> bytes:
+        """Send the frame `encode(correlation_id)` and return the response frame."""
         async with self._lock:
             try:
                 async with asyncio.timeout(timeout_s):
@@ -56,8 +68,7 @@ class BrokerClient:
                         self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
                     assert self._reader is not None
                     self._correlation_id = (self._correlation_id + 1) & CORRELATION_ID_MASK
-                    self._writer.write(encode_request(api_key, version, self._correlation_id, self.client_id,
-                                                      request))
+                    self._writer.write(encode(self._correlation_id))
                     await self._writer.drain()
                     (size,) = SIZE_PREFIX.unpack(await self._reader.readexactly(SIZE_PREFIX.size))
                     frame = await self._reader.readexactly(size)

@@ -36,7 +36,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from brokerd.protocol import layout
 from brokerd.protocol.errors import MalformedRequestError
+from brokerd.protocol.layout import NodeEndpoint
 from brokerd.varints import uvarint
 
 _HEAD = struct.Struct(">iihii")
@@ -140,37 +142,6 @@ class TopicAnswer:
     partitions: list[PartitionAnswer] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class NodeEndpoint:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None
-
-
-_NO_TAGS = b"\0"
-
-
-def _string(value: str, flexible: bool) -> bytes:
-    data = value.encode()
-    return (uvarint(len(data) + 1) if flexible else _I16.pack(len(data))) + data
-
-
-def _array_length(count: int, flexible: bool) -> bytes:
-    return uvarint(count + 1) if flexible else _I32.pack(count)
-
-
-def _tags(tags: list[tuple[int, bytes]]) -> bytes:
-    if not tags:
-        return _NO_TAGS
-    return uvarint(len(tags)) + b"".join(uvarint(tag) + uvarint(len(data)) + data for tag, data in tags)
-
-
-def _node_endpoint(node: NodeEndpoint) -> bytes:
-    rack = b"\0" if node.rack is None else _string(node.rack, True)
-    return _I32.pack(node.node_id) + _string(node.host, True) + _I32.pack(node.port) + rack + b"\0"
-
-
 def encode_fetch_response(version: int, topics: Sequence[TopicAnswer], node_endpoints: Sequence[NodeEndpoint] = ()
                           ) -> tuple[list[bytes | SizedChunk], int]:
     """The response body of `version` (after the correlation id) as chunks, and their total size. The
@@ -183,18 +154,18 @@ def encode_fetch_response(version: int, topics: Sequence[TopicAnswer], node_endp
         head += _TOP_V7.pack(0, 0, 0)
     elif version >= 1:
         head += _I32.pack(0)
-    head += _array_length(len(topics), flexible)
+    head += layout.array_length(len(topics), flexible)
     size = 0
     for topic in topics:
-        head += topic.topic_id.bytes if version >= TOPIC_ID_VERSION else _string(topic.name, flexible)
-        head += _array_length(len(topic.partitions), flexible)
+        head += topic.topic_id.bytes if version >= TOPIC_ID_VERSION else layout.string(topic.name, flexible)
+        head += layout.array_length(len(topic.partitions), flexible)
         for p in topic.partitions:
             head += _PARTITION_HEAD.pack(p.index, p.error_code, p.high_watermark)
             if version >= 4:
                 head += _I64.pack(p.last_stable_offset)
                 if version >= 5:
                     head += _I64.pack(p.log_start_offset)
-                head += _array_length(0, flexible)
+                head += layout.array_length(0, flexible)
             if version >= 11:
                 head += _I32.pack(NO_PREFERRED_READ_REPLICA)
             records = p.records
@@ -207,21 +178,20 @@ def encode_fetch_response(version: int, topics: Sequence[TopicAnswer], node_endp
                 head = bytearray()
             if flexible:
                 if p.diverging_epoch is None and p.current_leader is None:
-                    head += _NO_TAGS
+                    head += layout.NO_TAGS
                     continue
                 tags = []
                 if p.diverging_epoch is not None:
                     tags.append((_DIVERGING_EPOCH_TAG, _EPOCH_END.pack(*p.diverging_epoch, 0)))
                 if p.current_leader is not None:
                     tags.append((_CURRENT_LEADER_TAG, _LEADER.pack(*p.current_leader, 0)))
-                head += _tags(tags)
+                head += layout.tags(tags)
         if flexible:
-            head += _NO_TAGS
+            head += layout.NO_TAGS
     if flexible:
         if version >= NODE_ENDPOINTS_VERSION and node_endpoints:
-            endpoints = _array_length(len(node_endpoints), True) + b"".join(map(_node_endpoint, node_endpoints))
-            head += _tags([(_NODE_ENDPOINTS_TAG, endpoints)])
+            head += layout.tags([(_NODE_ENDPOINTS_TAG, layout.node_endpoints(list(node_endpoints)))])
         else:
-            head += _NO_TAGS
+            head += layout.NO_TAGS
     chunks.append(bytes(head))
     return chunks, size + len(head)

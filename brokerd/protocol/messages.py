@@ -10,7 +10,8 @@ response version is flexible — except ApiVersions, whose response header is al
 Encoded responses include their int32 size prefix, ready for the transport.
 
 Both sides live here: the server's (`parse_request_header`, `MessageCodec.decode_request` and
-`encode_response`) and the client's (`encode_request`, `decode_response`, used by `brokerd.client`).
+`encode_response`) and the client's (`encode_request`, or `frame_request` around a body laid out by hand, and
+`decode_response`, used by `brokerd.client`).
 """
 
 import io
@@ -150,9 +151,21 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
     body: the client side (`brokerd.client`)."""
     codec = message_codec(api_key, version)
     assert codec is not None, f"kio has no {api_key} v{version}"
+    return _framed(_request_header(codec, correlation_id, client_id), codec.request_type, request)
+
+
+def frame_request(api_key: int, version: int, correlation_id: int, client_id: str, body: bytes) -> bytes:
+    """`encode_request` for a body laid out by hand (`fetch_request`): size prefix + request header + body."""
+    codec = message_codec(api_key, version)
+    assert codec is not None, f"kio has no {api_key} v{version}"
+    header = _request_header(codec, correlation_id, client_id)
+    return _SIZE.pack(len(header) + len(body)) + header + body
+
+
+def _request_header(codec: MessageCodec, correlation_id: int, client_id: str) -> bytes:
     name = client_id.encode()
-    header = _HEADER_FIXED.pack(api_key, version, correlation_id, len(name)) + name
-    return _framed(header + _NO_TAGS if codec.flexible else header, codec.request_type, request)
+    header = _HEADER_FIXED.pack(codec.api_key, codec.version, correlation_id, len(name)) + name
+    return header + _NO_TAGS if codec.flexible else header
 
 
 def response_correlation_id(frame: bytes | memoryview) -> int:

@@ -6,7 +6,9 @@ its latest local epoch and truncates to where that epoch ends on the leader (KIP
 while the leader does not know our epoch), so the replicas never diverge. Then it is **fetching**:
 replica Fetch v11 (`replica_id` = this broker) at its log end offset, appending the returned batches
 verbatim (`Partition.append_as_follower`; the response is parsed by hand so records stay a slice of
-the received frame and are never decoded). The leader learns our LEO from the offset we fetch at. Requests
+the received frame and are never decoded), then fetching again at once: that next fetch carries the new log
+end offset, from which the leader moves the high watermark and answers its acks=all produces. The request is
+laid out by hand too (`brokerd.protocol.fetch_request`), as it is on that latency path. Requests
 go over one `brokerd.client.BrokerClient` (framing, correlation ids, timeouts); the Fetch response is laid
 out by `brokerd.protocol.fetch_response`.
 
@@ -18,13 +20,11 @@ failures reconnect with a backoff. Event loop only.
 
 import asyncio
 import contextlib
-import datetime
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.list_offsets.v2.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kio.schema.offset_for_leader_epoch.v3.request import (
     OffsetForLeaderEpochRequest,
@@ -39,6 +39,7 @@ from brokerd.client import TRANSPORT_ERRORS, BrokerClient
 from brokerd.errors import BrokerError
 from brokerd.metadata.image import BrokerEndpoint
 from brokerd.protocol.api_keys import ApiKey
+from brokerd.protocol.fetch_request import REPLICA_FETCH_VERSION, FetchPosition, encode_replica_fetch_request
 from brokerd.protocol.fetch_response import decode_fetch_response
 from brokerd.records.batch import whole_batches_length
 from brokerd.replication.config import ReplicationConfig
@@ -208,24 +209,20 @@ class ReplicaFetcher:
             await self._wait_changed(min(waits) if waits else None)
             return
         sent: dict[TopicPartition, tuple[FetchState, int]] = {}
-        by_topic: dict[str, list[FetchPartition]] = {}
+        by_topic: dict[str, list[FetchPosition]] = {}
+        max_bytes = self.config.replica_fetch_max_bytes
         for key, state in ready.items():
             partition = state.partition
             offset = partition.log_end_offset
             sent[key] = (state, offset)
-            by_topic.setdefault(key.topic, []).append(FetchPartition(
-                partition=i32(key.partition), current_leader_epoch=i32(state.leader_epoch), fetch_offset=i64(offset),
-                log_start_offset=i64(partition.log_start_offset),
-                partition_max_bytes=i32(min(self.config.replica_fetch_max_bytes, allowance) if key in throttled
-                                        else self.config.replica_fetch_max_bytes)))
+            by_topic.setdefault(key.topic, []).append(FetchPosition(
+                key.partition, state.leader_epoch, offset, partition.log_start_offset,
+                min(max_bytes, allowance) if key in throttled else max_bytes))
         wait_ms = self.config.replica_fetch_wait_max_ms
-        request = FetchRequest(
-            replica_id=KioBrokerId(self.node_id), max_wait=datetime.timedelta(milliseconds=wait_ms), min_bytes=i32(1),
-            max_bytes=i32(self.config.replica_fetch_response_max_bytes), isolation_level=i8(0),
-            session_id=i32(0), session_epoch=i32(-1),
-            topics=tuple(FetchTopic(topic=TopicName(t), partitions=tuple(ps)) for t, ps in by_topic.items()),
-            forgotten_topics_data=(), rack_id="")
-        frame = await self._client.request_frame(ApiKey.FETCH, 11, request, self._request_timeout_s(wait_ms))
+        request = encode_replica_fetch_request(self.node_id, wait_ms, 1, self.config.replica_fetch_response_max_bytes,
+                                               by_topic.items())
+        frame = await self._client.request_body(ApiKey.FETCH, REPLICA_FETCH_VERSION, request,
+                                                self._request_timeout_s(wait_ms))
         body = decode_fetch_response(memoryview(frame))
         for fetched in body.partitions:
             key = (fetched.topic, fetched.partition)

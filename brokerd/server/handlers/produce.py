@@ -15,28 +15,25 @@ Per-version meaning (Kafka 3.9's `ProduceRequest.validateRecords` and `LogValida
 * v8+ answers the record that broke a record-level rule (`record_errors`, `error_message`).
 * v10+ names the current leader and its endpoint on NOT_LEADER_OR_FOLLOWER (KIP-951).
 
-Fields a version lacks (throttle time v1, log append time v2, log start offset v5) are dropped by the
-response schema.
+The response is laid out by `brokerd.protocol.produce_response`, which writes only the fields the request's
+version has (throttle time v1, log append time v2, log start offset v5, ...).
 """
 
-import datetime
-
 from kio.schema.errors import ErrorCode
-from kio.schema.types import BrokerId
-from kio.static.primitive import i32, i64
 
+from brokerd.protocol import produce_response as wire
 from brokerd.records import batch as rb
 from brokerd.records import legacy
 from brokerd.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 from brokerd.replication.partition import AppendResult
 from brokerd.server.context import RequestContext
 from brokerd.server.handlers._errors import to_error_code
-from brokerd.server.response import NO_RESPONSE
+from brokerd.server.response import NO_RESPONSE, RawResponse
 from kafkaspec.topic_names import is_internal
 
-_NO_THROTTLE = datetime.timedelta(0)
 _VALID_ACKS = (0, 1, -1)
-_UTC = datetime.UTC
+_PENDING = wire.PartitionResult(-1, ErrorCode.unknown_server_error)
+"""Holds an appended entry's place until its outcome is known."""
 LEGACY_MAX_VERSION = 2
 """The last version that may carry a legacy (magic 0/1) message set."""
 ZSTD_MIN_VERSION = 7
@@ -57,48 +54,37 @@ def _records_for_append(records: bytes | None, version: int) -> bytes:
 
 
 class _Answer:
-    """The response entries of one request, built with the request version's schema."""
+    """The partition results of one request; the endpoints of the leaders its NOT_LEADER_OR_FOLLOWER answers name."""
 
     def __init__(self, context: RequestContext) -> None:
         self._context = context
-        self._endpoints: dict[int, object] = {}
+        self._endpoints: dict[int, wire.NodeEndpoint] = {}
 
-    def error(self, topic: str, index: int, error: ErrorCode, exc: Exception | None = None) -> object:
-        schema = self._context.response
+    def error(self, topic: str, index: int, error: ErrorCode, exc: Exception | None = None) -> wire.PartitionResult:
         record_index = getattr(exc, "record_index", None)
-        extra: dict[str, object] = {}
-        if record_index is not None and schema.has("PartitionProduceResponse", "record_errors"):
-            extra["record_errors"] = (schema.BatchIndexAndErrorMessage(batch_index=i32(record_index),
-                                                                       batch_index_error_message=str(exc)),)
-        if error == ErrorCode.not_leader_or_follower and schema.has("PartitionProduceResponse", "current_leader"):
-            extra["current_leader"] = self._current_leader(topic, index)
-        return schema.PartitionProduceResponse(index=i32(index), error_code=error, base_offset=i64(-1),
-                                               error_message=None if exc is None else str(exc) or None, **extra)
+        message = None if exc is None else str(exc) or None
+        return wire.PartitionResult(
+            index, error, record_errors=() if record_index is None else ((record_index, str(exc)),),
+            error_message=message,
+            current_leader=self._current_leader(topic, index) if error == ErrorCode.not_leader_or_follower else None)
 
-    def _current_leader(self, topic: str, index: int) -> object:
-        schema = self._context.response
+    def _current_leader(self, topic: str, index: int) -> tuple[int, int]:
         image = self._context.services.metadata.image
         assignment = image.partition(topic, index)
         if assignment is None:
-            return schema.LeaderIdAndEpoch(leader_id=BrokerId(-1), leader_epoch=i32(-1))
+            return (-1, -1)
         broker = image.broker(assignment.leader_id)
         if broker is not None:
-            self._endpoints[broker.node_id] = schema.NodeEndpoint(node_id=BrokerId(broker.node_id), host=broker.host,
-                                                                  port=i32(broker.port), rack=broker.rack)
-        return schema.LeaderIdAndEpoch(leader_id=BrokerId(assignment.leader_id),
-                                       leader_epoch=i32(assignment.leader_epoch))
+            self._endpoints[broker.node_id] = wire.NodeEndpoint(broker.node_id, broker.host, broker.port, broker.rack)
+        return (assignment.leader_id, assignment.leader_epoch)
 
-    def response(self, topics: list[tuple[str, list[object]]]) -> object:
-        schema = self._context.response
-        return schema.ProduceResponse(
-            responses=tuple(schema.TopicProduceResponse(name=name, partition_responses=tuple(results))
-                            for name, results in topics),
-            throttle_time=_NO_THROTTLE, node_endpoints=tuple(self._endpoints.values()))
+    def response(self, topics: list[tuple[str, list[wire.PartitionResult]]]) -> RawResponse:
+        body = wire.encode_produce_response(self._context.version, topics, list(self._endpoints.values()))
+        return RawResponse([body], len(body))
 
 
 async def handle(request, context: RequestContext) -> object:
     version = context.version
-    schema = context.response
     answer = _Answer(context)
     if getattr(request, "transactional_id", None) is not None:
         refusal: ErrorCode | None = ErrorCode.transactional_id_authorization_failed
@@ -106,11 +92,11 @@ async def handle(request, context: RequestContext) -> object:
         refusal = ErrorCode.invalid_required_acks
     else:
         refusal = None
-    responses: list[tuple[str, list[object]]] = []
+    responses: list[tuple[str, list[wire.PartitionResult]]] = []
     entries: list[tuple[str, int, bytes]] = []  # (topic, partition, batch) for the replica manager
-    answered_at: list[tuple[list[object], int]] = []  # per entry: its topic's results, the position of its answer
+    answered_at: list[tuple[list[wire.PartitionResult], int]] = []  # per entry: its topic's results, its position
     for topic in request.topic_data:
-        results: list[object] = []
+        results: list[wire.PartitionResult] = []
         internal = is_internal(topic.name)
         for data in topic.partition_data:
             if refusal is not None or internal:
@@ -123,7 +109,7 @@ async def handle(request, context: RequestContext) -> object:
                 continue
             entries.append((topic.name, data.index, records))
             answered_at.append((results, len(results)))
-            results.append(None)
+            results.append(_PENDING)
         responses.append((topic.name, results))
     outcomes = await context.services.replicas.append_records(entries, request.acks,
                                                               int(request.timeout.total_seconds() * 1000),
@@ -132,11 +118,8 @@ async def handle(request, context: RequestContext) -> object:
         return NO_RESPONSE
     for (name, index, _), (results, position), outcome in zip(entries, answered_at, outcomes, strict=True):
         if isinstance(outcome, AppendResult):
-            results[position] = schema.PartitionProduceResponse(
-                index=i32(index), error_code=ErrorCode.none, base_offset=i64(outcome.base_offset),
-                log_append_time=(None if outcome.log_append_time_ms < 0 else
-                                 datetime.datetime.fromtimestamp(outcome.log_append_time_ms / 1000, _UTC)),
-                log_start_offset=i64(outcome.log_start_offset))
+            results[position] = wire.PartitionResult(index, ErrorCode.none, outcome.base_offset,
+                                                     outcome.log_append_time_ms, outcome.log_start_offset)
         else:
             results[position] = answer.error(name, index, to_error_code(outcome), outcome)
     return answer.response(responses)

@@ -128,9 +128,8 @@ def populate(plane) -> None:
 
 CALLBACKS = [  # (label, output, inputs)
     ("overview", "overview-throughput.figure", {}),
-    ("throughput 1 h", "throughput-brokers.figure", {"throughput-range.value": "1h"}),
-    ("throughput 24 h", "throughput-brokers.figure", {"throughput-range.value": "24h"}),
-    ("throughput 7 d", "throughput-brokers.figure", {"throughput-range.value": "7d"}),
+    *[(f"throughput {chart} {label}", f"throughput-{chart}.figure", {"throughput-range.value": value})
+      for label, value in (("1 h", "1h"), ("24 h", "24h"), ("7 d", "7d")) for chart in ("brokers", "topics")],
     ("lag groups", "lag-group.options", {"lag-group.value": "group-007"}),
     ("lag 24 h", "lag-chart.figure", {"lag-group.value": "group-007", "lag-range.value": "24h"}),
     ("partitions leaders", "partitions-heatmap.figure", {"partitions-metric.value": "leaders"}),

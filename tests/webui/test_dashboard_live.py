@@ -172,12 +172,14 @@ def test_every_page_renders_real_figures(page, live_cluster, name):
 def test_switching_pages_draws_every_figure_without_waiting_for_a_refresh(page, live_cluster):
     """Round after round through the sub-navigation, each page's figures are drawn with data from its own first
     callbacks (the refresh interval is an hour here), within the deadline. The page opened first comes with the
-    layout: no routing callback runs before it draws."""
-    routed = []
+    layout, which is fetched once: no routing callback runs before it draws."""
+    routed, layouts = [], []
     page.on("request", lambda r: "_pages_content" in (r.post_data or "") and routed.append(r.url))
+    page.on("request", lambda r: r.url.endswith("/_dash-layout") and layouts.append(r.url))
     log_in(page, live_cluster.url)
     wait_for_figures(page, "Overview", SWITCH_DEADLINE_S)
     assert routed == []
+    assert len(layouts) == 1  # preloaded with the page, and Dash's renderer used that answer
     for _ in range(3):
         for name in (*list(GRAPHS)[1:], "Overview"):
             page.click(f".subnav a:text-is('{name}')")

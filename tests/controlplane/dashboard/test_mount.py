@@ -132,6 +132,12 @@ def test_the_layout_holds_the_page_the_browser_is_on(logged_in):
     assert components["_pages_store"]["props"]["data"] == {"title": "Throughput · Strom dashboard"}
 
 
+def test_the_page_preloads_its_layout(logged_in):
+    html = logged_in.get("/dashboard/throughput").get_data(as_text=True)
+    for path in ("_dash-layout", "_dash-dependencies"):
+        assert f'<link rel="preload" href="/dashboard/{path}" as="fetch" crossorigin="anonymous">' in html
+
+
 @pytest.mark.parametrize("referer", [None, "http://testserver/dashboard/no-such-page", "http://testserver/topics/"])
 def test_without_a_page_in_the_referer_the_routing_callback_fills_the_page(logged_in, referer):
     layout = logged_in.get("/dashboard/_dash-layout", headers={"Referer": referer} if referer else {}).get_json()

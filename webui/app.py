@@ -13,6 +13,7 @@ keeps that set small and compressed.
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 import dash
 import flask
@@ -57,13 +58,32 @@ def _header(shell: Shell) -> html.Header:
     ])
 
 
+def _page_container() -> html.Div:
+    """Dash pages' container, holding the layout of the page the browser is on when the request says which (the
+    layout is fetched by the page's own script, whose same-origin Referer is the page's URL): the page then
+    draws without the routing callback's round trip, as its Location already matches the browser's. Without a
+    Referer naming a page, Dash's empty container, which that callback fills."""
+    referrer = urlsplit(flask.request.referrer or "") if flask.has_request_context() else urlsplit("")
+    page = next((p for p in dash.page_registry.values() if p["relative_path"] == referrer.path), None)
+    if page is None:
+        return dash.page_container
+    search = f"?{referrer.query}" if referrer.query else ""
+    layout = page["layout"](**dict(parse_qsl(referrer.query))) if callable(page["layout"]) else page["layout"]
+    return html.Div([
+        dcc.Location(id=ids.PAGES_LOCATION, refresh="callback-nav", pathname=referrer.path, search=search),
+        html.Div(layout, id=ids.PAGES_CONTENT, disable_n_clicks=True),
+        dcc.Store(id=ids.PAGES_STORE, data={"title": page["title"]}),
+        html.Div(id=ids.PAGES_DUMMY, disable_n_clicks=True),
+    ])
+
+
 def _layout(shell: Shell, refresh_ms: int) -> html.Div:
     subnav = html.Nav(className="subnav", **{"aria-label": "Dashboard"}, children=[
         dcc.Link(page["name"], href=page["relative_path"], id={"type": "subnav", "index": page["module"]})
         for page in sorted(dash.page_registry.values(), key=lambda p: p["order"])])
     return html.Div([
         _header(shell),
-        html.Main(className="content", children=[subnav, dash.page_container]),
+        html.Main(className="content", children=[subnav, _page_container()]),
         dcc.Store(id=ids.TIMEZONE, data=viewer_zone()),
         dcc.Interval(id=ids.INTERVAL, interval=refresh_ms, n_intervals=0),
     ])

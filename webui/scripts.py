@@ -7,6 +7,9 @@
 - Async chunks of dcc and dash_table that no page uses (markdown, mathjax, highlight, slider, upload, every
   dash_table chunk; about 3.6 MB) are loaded on demand only, instead of with the page as `eager_loading`
   loads the rest.
+- The page's layout and callback list are preloaded (`<link rel="preload">` in the HTML): the server builds the
+  layout, which already holds the page's figures (`app._page_container`), while the browser is still parsing
+  the scripts, instead of after Dash's renderer has started and asked for it.
 - Responses are compressed (Flask-Compress: zstd, br or gzip, as the browser accepts). Immutable ones —
   component suites under fingerprinted URLs and assets stamped `?m=<mtime>` — are compressed once per process
   and may be cached by the browser for a year.
@@ -79,10 +82,20 @@ def _cache_for_good(response: flask.Response) -> flask.Response:
     return response
 
 
+def _preload_layout(app: Dash) -> None:
+    """Dash's renderer fetches these two URLs with the page's credentials (`same-origin`), which is what a
+    `crossorigin="anonymous"` preload is fetched with, so the browser hands it the preloaded answers."""
+    prefix = app.config.requests_pathname_prefix
+    links = "".join(f'<link rel="preload" href="{prefix}{path}" as="fetch" crossorigin="anonymous">'
+                    for path in ("_dash-layout", "_dash-dependencies"))
+    app.index_string = app.index_string.replace("{%metas%}", "{%metas%}" + links, 1)
+
+
 def load_lean(app: Dash) -> None:
     """Configure `app` (built with `eager_loading=True`, assets in webui/assets) as described above."""
     assert PLOTLY_BUNDLE.exists(), f"{PLOTLY_BUNDLE.name} is missing: the plotly.js bundle must match plotly"
     _load_unused_chunks_on_demand()
+    _preload_layout(app)
     app.server.config.update(COMPRESS_CACHE_BACKEND=_CompressedOnce, COMPRESS_CACHE_KEY=_cache_key)
     Compress(app.server)
     app.server.after_request(_cache_for_good)

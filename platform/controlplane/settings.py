@@ -253,6 +253,9 @@ STROM_REPORT_TIME_LIMIT_S = int(os.environ.get("STROM_REPORT_TIME_LIMIT_S", "720
 STROM_REPORT_HEARTBEAT_TIMEOUT_S = int(os.environ.get("STROM_REPORT_HEARTBEAT_TIMEOUT_S", "120"))
 STROM_SPARK_MASTER = os.environ.get("STROM_SPARK_MASTER", "local[*]")
 
+# How often the dashboard's open pages refresh their figures (ms).
+STROM_DASHBOARD_REFRESH_MS = int(os.environ.get("STROM_DASHBOARD_REFRESH_MS", "10000"))
+
 # How long health snapshots are kept (days).
 STROM_HEALTH_RETENTION_DAYS = int(os.environ.get("STROM_HEALTH_RETENTION_DAYS", "7"))
 

@@ -20,12 +20,15 @@ from playwright.sync_api import expect
 from tests.conftest import SCREENSHOTS
 from tests.support.cluster import broker_cluster
 from tests.support.controlplane import REPO_ROOT, control_plane
+from tests.support.dashboard_page import GRAPHS, wait_for_figures
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TOPICS = ("orders", "payments", "clicks")
 GROUP = "dashboard-readers"
 PASSWORD = "dashboard password"
+NO_REFRESH_MS = 3_600_000
+SWITCH_DEADLINE_S = 30  # a loaded machine (load 30 here); any deadline under NO_REFRESH_MS rules out a refresh
 PAGES = {"overview": "", "throughput": "throughput", "lag": "lag", "partitions": "partitions", "disk": "disk",
          "reassignments": "reassignments"}
 
@@ -105,7 +108,8 @@ def history_recorded(plane) -> bool:
 @pytest.fixture(scope="module")
 def live_cluster(tmp_path_factory):
     directory = tmp_path_factory.mktemp("dashboard")
-    with control_plane(directory) as plane, broker_cluster(
+    # No refresh while the tests run: every figure must come from its page's own first callbacks (or layout).
+    with control_plane(directory, env={"STROM_DASHBOARD_REFRESH_MS": str(NO_REFRESH_MS)}) as plane, broker_cluster(
             plane, directory, 3, overrides={"strom.metrics.sample.interval.ms": "1000"}) as cluster:
         subprocess.run([sys.executable, "manage.py", "ensure_admin", "--username", "operator"], cwd=REPO_ROOT,
                        env={**plane.env, "STROM_ADMIN_PASSWORD": PASSWORD}, check=True, capture_output=True)
@@ -163,3 +167,20 @@ def test_every_page_renders_real_figures(page, live_cluster, name):
     if name == "lag":
         expect(page.locator("#lag-chart .gtitle")).to_contain_text(GROUP)
     page.screenshot(path=SCREENSHOTS / f"dashboard-{name}.png", full_page=True)
+
+
+def test_switching_pages_draws_every_figure_without_waiting_for_a_refresh(page, live_cluster):
+    """Round after round through the sub-navigation, each page's figures are drawn with data from its own first
+    callbacks (the refresh interval is an hour here), within the deadline. The page opened first comes with the
+    layout, which is fetched once: no routing callback runs before it draws."""
+    routed, layouts = [], []
+    page.on("request", lambda r: "_pages_content" in (r.post_data or "") and routed.append(r.url))
+    page.on("request", lambda r: r.url.endswith("/_dash-layout") and layouts.append(r.url))
+    log_in(page, live_cluster.url)
+    wait_for_figures(page, "Overview", SWITCH_DEADLINE_S)
+    assert routed == []
+    assert len(layouts) == 1  # preloaded with the page, and Dash's renderer used that answer
+    for _ in range(3):
+        for name in (*list(GRAPHS)[1:], "Overview"):
+            page.click(f".subnav a:text-is('{name}')")
+            wait_for_figures(page, name, SWITCH_DEADLINE_S)

@@ -188,7 +188,8 @@ class MetadataStoreDataSource:
                newest_per_key: bool = False) -> dict[object, dict[int, float]]:
         """Per key and step, `value` per second: each step's sum over its width, except the newest, still
         filling, which is divided by the time its buckets cover so far: up to the newest bucket of any key, or
-        with `newest_per_key` of the key itself."""
+        with `newest_per_key` of the key itself. `queryset` must hold whole steps: a range's oldest step starts
+        before the range does (`_bucket(since, step_s)`), else it would read as a dip at the chart's left edge."""
         sums, newest = self._steps(queryset, keys, value, step_s)
         overall = max(newest.values(), default=0)
         rates = {}
@@ -199,14 +200,16 @@ class MetadataStoreDataSource:
 
     def cluster_throughput(self, since: datetime, until: datetime) -> Rollup:
         resolution, step = resolution_for(until - since)
-        points = BrokerMetricPoint.objects.filter(resolution=resolution, start__gte=since, start__lt=until)
+        points = BrokerMetricPoint.objects.filter(resolution=resolution, start__gte=_bucket(since, step),
+                                                  start__lt=until)
         series = [_series(name, self._rates(points, (), field, resolution, step).get(None, {}), since, until, step)
                   for name, field in (("bytes in", "bytes_in"), ("bytes out", "bytes_out"))]
         return Rollup(step, series, self._history_starts(BrokerMetricPoint))
 
     def broker_throughput(self, metric: str, since: datetime, until: datetime) -> Rollup:
         resolution, step = resolution_for(until - since)
-        points = BrokerMetricPoint.objects.filter(resolution=resolution, start__gte=since, start__lt=until)
+        points = BrokerMetricPoint.objects.filter(resolution=resolution, start__gte=_bucket(since, step),
+                                                  start__lt=until)
         rates = self._rates(points, ("broker_id",), metric, resolution, step)
         return Rollup(step, [_series(f"broker {b}", rates[b], since, until, step) for b in sorted(rates)],
                       self._history_starts(BrokerMetricPoint))
@@ -222,8 +225,8 @@ class MetadataStoreDataSource:
         leaders = [t for t, total in ranked.values("topic").annotate(total=Sum(metric))
                    .order_by("-total", "topic").values_list("topic", "total")[:top] if total]
         # The winners' series in one query (it walks the (resolution, topic, start) index once per topic).
-        points = TopicMetricPoint.objects.filter(resolution=resolution, topic__in=leaders, start__gte=since,
-                                                 start__lt=until)
+        points = TopicMetricPoint.objects.filter(resolution=resolution, topic__in=leaders,
+                                                 start__gte=_bucket(since, step), start__lt=until)
         rates = self._rates(points, ("topic",), metric, resolution, step, newest_per_key=True)
         return Rollup(step, [_series(topic, rates.get(topic, {}), since, until, step) for topic in leaders],
                       self._history_starts(TopicMetricPoint))

@@ -92,5 +92,5 @@ def console_shell() -> Shell:
 def with_dashboard(django_app):
     """Django's WSGI app with the dashboard mounted beside it at MOUNT_POINT."""
     dash_app = create_app(MetadataStoreDataSource(), ControlPlaneActions(), requests_pathname_prefix=MOUNT_POINT + "/",
-                          shell=console_shell())
+                          refresh_ms=settings.STROM_DASHBOARD_REFRESH_MS, shell=console_shell())
     return DispatcherMiddleware(django_app, {MOUNT_POINT: LoginRequired(dash_app.server)})

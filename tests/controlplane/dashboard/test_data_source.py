@@ -66,16 +66,18 @@ def _floor(moment: datetime, step_s: int) -> int:
 
 def _oracle_series(rows, key, metric: str, since: datetime, resolution: int, step: int, newest_of_all: int | None
                    ) -> tuple[list[datetime], list[float | None]]:
-    """One key's rates: its points at `resolution` in [since, UNTIL) summed per step and divided by the step's
-    width, or for the newest step by the time covered up to the newest point (of the key, or of all keys)."""
+    """One key's rates: its points at `resolution` in the whole steps covering [since, UNTIL) summed per step
+    and divided by the step's width, or for the newest step by the time covered up to the newest point (of the
+    key, or of all keys)."""
+    first = datetime.fromtimestamp(_floor(since, step), UTC)
     sums: defaultdict[int, int] = defaultdict(int)
     for r, start, k, values in rows:
-        if r == resolution and k == key and since <= start < UNTIL:
+        if r == resolution and k == key and first <= start < UNTIL:
             sums[_floor(start, step)] += values[metric]
     if not sums:
         return [], []
     newest = max(int(start.timestamp()) for r, start, k, _ in rows if r == resolution and k == key
-                 and since <= start < UNTIL) if newest_of_all is None else newest_of_all
+                 and first <= start < UNTIL) if newest_of_all is None else newest_of_all
     data_end = newest + resolution
     steps = range(max(min(sums), _floor(since, step)), min(max(sums), _floor(UNTIL, step)) + 1, step)
     return ([datetime.fromtimestamp(s, UTC) for s in steps],
@@ -125,3 +127,14 @@ def test_broker_throughput_matches_the_oracle(histories, span):
         times, values = _oracle_series(broker_rows, broker, "bytes_in", since, resolution, step, newest)
         assert series.times == times
         assert series.values == pytest.approx(values)
+
+
+@pytest.mark.parametrize("span", RANGES, ids=["1h", "24h", "7d"])
+def test_a_steady_rate_is_a_flat_line_from_the_range_start_on(histories, span):
+    """A range starts mid-step: its oldest step still reads a whole step, not a dip at the chart's left edge."""
+    since = UNTIL - span
+    assert int(since.timestamp()) % resolution_for(span)[1]  # the case this is about
+    rollup = MetadataStoreDataSource().topic_throughput("bytes_in", since, UNTIL, 10)
+    steady = next(series for series in rollup.series if series.name == "tie-a")
+    assert steady.times[0] <= since
+    assert set(steady.values) == {7.0}

@@ -115,6 +115,37 @@ def test_dashboard_answers_carry_the_consoles_security_headers(logged_in):
         assert response.headers["Referrer-Policy"] == "same-origin"
 
 
+def _by_id(layout) -> dict:
+    return {c["props"]["id"]: c for c in _components(layout) if isinstance(c.get("props", {}).get("id"), str)}
+
+
+def test_the_layout_holds_the_page_the_browser_is_on(logged_in):
+    """The page's script fetches the layout, its Referer naming the page: the layout holds that page's components
+    and a Location that already matches the browser's, so no routing callback has to run before it can draw."""
+    layout = logged_in.get("/dashboard/_dash-layout",
+                           headers={"Referer": "http://testserver/dashboard/throughput?x=1"}).get_json()
+    components = _by_id(layout)
+    assert {"throughput-brokers", "throughput-topics", "throughput-range"} <= set(components)
+    location = components["_pages_location"]["props"]
+    assert (location["pathname"], location["search"], location["refresh"]) == ("/dashboard/throughput", "?x=1",
+                                                                             "callback-nav")
+    assert components["_pages_store"]["props"]["data"] == {"title": "Throughput · Strom dashboard"}
+
+
+def test_the_page_preloads_its_layout(logged_in):
+    html = logged_in.get("/dashboard/throughput").get_data(as_text=True)
+    for path in ("_dash-layout", "_dash-dependencies"):
+        assert f'<link rel="preload" href="/dashboard/{path}" as="fetch" crossorigin="anonymous">' in html
+
+
+@pytest.mark.parametrize("referer", [None, "http://testserver/dashboard/no-such-page", "http://testserver/topics/"])
+def test_without_a_page_in_the_referer_the_routing_callback_fills_the_page(logged_in, referer):
+    layout = logged_in.get("/dashboard/_dash-layout", headers={"Referer": referer} if referer else {}).get_json()
+    components = _by_id(layout)
+    assert not components["_pages_content"]["props"].get("children")
+    assert "pathname" not in components["_pages_location"]["props"]
+
+
 def overview_layout(client: Client) -> dict:
     """The Overview page's layout as the browser gets it when it opens the page (built per request)."""
     status, raw = dash_callbacks(client).call("_pages_content.children", {"_pages_location.pathname": "/dashboard/"})

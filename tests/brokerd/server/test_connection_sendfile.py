@@ -1,8 +1,8 @@
 """`server.connection` writes a response of bytes and file regions (a Fetch answer: each partition's header,
 then its stored batches) in order, over a real loopback socket: regions go out with os.sendfile at once while
 the socket takes them, and the rest through `loop.sendfile` once it would block — checked byte for byte with a
-client of default socket buffers and with one whose 4 KiB receive buffer makes the server's socket block in
-every region of both (pipelined) answers."""
+client of default socket buffers and with one whose 4 KiB receive buffer makes the server's socket fill and
+block within the two (pipelined) answers, so the rest of a region goes through `loop.sendfile`."""
 
 import asyncio
 import os

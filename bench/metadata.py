@@ -16,8 +16,9 @@ one change). Per size it measures, each as the median of `BENCH_METADATA_REPEATS
   against the old way (one conditional UPDATE per partition, `election.apply_change`) and the full image;
 - the process's RSS after the largest size (control plane and one broker image in one process).
 
-What it does not measure (not built yet, see the issue's report): the same over a running 3-broker cluster
-with HTTP in between, and SIGKILL → producer acknowledged again at 100,000 partitions.
+`BENCH_METADATA_MODE=cluster` runs `bench.metadata_cluster` instead: the same questions end to end, over a real
+3-broker cluster and control plane (HTTP, Kafka protocol, SIGKILL of a broker, an acks=all producer, each
+process's RSS).
 
 Environment: BENCH_METADATA_SIZES (1000,10000,100000), BENCH_METADATA_REPEATS (5),
 BENCH_METADATA_OLD_WAY_MAX (10000: the old per-partition failover is not measured above it).
@@ -83,9 +84,10 @@ def grow_to(total: int) -> None:
 
 
 def full_image() -> bytes:
+    """What `GET /metadata` answers and a snapshot holds."""
     from controlplane.cluster import metadata
 
-    return json.dumps(metadata.image(), separators=(",", ":")).encode()
+    return metadata.image_json().encode()
 
 
 def swing_one_leader(topic: str) -> None:
@@ -218,6 +220,10 @@ ROWS = [
 
 def main() -> int:
     sys.path[:0] = [str(REPO_ROOT), str(REPO_ROOT / "platform")]
+    if os.environ.get("BENCH_METADATA_MODE") == "cluster":
+        from bench import metadata_cluster
+
+        return metadata_cluster.main()
     with tempfile.TemporaryDirectory(prefix="strom-bench-metadata-") as var_dir:
         setup_django(var_dir)
         from controlplane.cluster import services

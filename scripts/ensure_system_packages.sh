@@ -25,11 +25,15 @@ if [ "$mode" = test ]; then
   need npm npm
   need Burrow burrow
   need /usr/share/java/zookeeper.jar zookeeper
+  need curl curl  # scripts/ensure_trixie_go.sh
 fi
 
-if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
-echo "installing Debian packages: ${missing[*]}"
-if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
-$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing Debian packages: ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# sarama 1.45 and the Go 1.24 that builds it (Debian trixie's), unpacked under var/ without installing them.
+if [ "$mode" = test ]; then "$(dirname "$0")/ensure_trixie_go.sh"; fi

@@ -2,7 +2,8 @@
 and the one entry point for appends (Kafka's `ReplicaManager`).
 
 On every image (and at start) each partition this broker is a replica of gets a `Partition` (its log is
-opened or created) and becomes leader or follower at the image's leader epoch: a new leader stops
+opened or created; the new logs of an image are created in one batch, a large one off the event loop, see
+`CREATE_OFF_LOOP_MIN_LOGS`) and becomes leader or follower at the image's leader epoch: a new leader stops
 fetching and wakes its acks=all waiters; a new follower joins the `ReplicaFetcher` of its leader's
 broker (truncating first). Topics that leave the image lose their logs. ISR health is checked every
 `ISR_CHECK_INTERVAL_MS`: ISR followers not caught up for `replica.lag.time.max.ms`, or whose broker the
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from brokerd.clock import Clock, SystemClock
 from brokerd.counters import BrokerTopicMetrics
 from brokerd.errors import BrokerError
-from brokerd.metadata.image import BrokerEndpoint, ClusterImage, PartitionAssignment
+from brokerd.metadata.image import BrokerEndpoint, ClusterImage, PartitionAssignment, TopicMetadata
 from brokerd.metadata.store import MetadataStore
 from brokerd.replication.config import ReplicationConfig
 from brokerd.replication.errors import (
@@ -45,7 +46,7 @@ from brokerd.replication.isr import IsrManager
 from brokerd.replication.partition import AppendResult, Partition
 from brokerd.replication.purgatory import FetchPurgatory, ProducePurgatory
 from brokerd.replication.throttle import ReplicationQuota
-from brokerd.storage import LogManager
+from brokerd.storage import Log, LogManager, NewLog
 from brokerd.storage.log_dir import LogDirectory
 from brokerd.types import BrokerId, LeaderEpoch, Offset, TopicPartition
 from kafkaspec import replication_throttles as throttles
@@ -55,6 +56,10 @@ log = logging.getLogger(__name__)
 
 ISR_CHECK_INTERVAL_MS = 250
 ACKS_ALL = -1
+CREATE_OFF_LOOP_MIN_LOGS = 8
+"""An image bringing at least this many new replicas here has their logs created on a worker thread (their
+`Partition`s appear once the logs are durable); fewer are created in place, one batch (about one fsync's
+time on the loop; what a small topic costs), so a client of a new small topic finds it at once."""
 
 AppendOutcome = AppendResult | BrokerError
 """Per entry of `append_records`: where the batch landed, or the error (carrying its Kafka error) that
@@ -97,6 +102,11 @@ class ReplicaManager:
         """`leader.replication.throttled.rate` over what this broker, as leader, sends to out-of-sync followers of
         the throttled replicas it leads (the Fetch handler asks it)."""
         self._isr_task: asyncio.Task | None = None
+        self._creating: set[TopicPartition] = set()
+        """Replicas whose logs a worker thread is creating (`_create_off_loop`): no `Partition` yet."""
+        self._creations: set[asyncio.Task] = set()
+        self._apply_incomplete = False
+        """The last `_apply` raised: the next one visits every replica, not only the changed topics'."""
         self._started = False
         self._role_listeners: list[Callable[[], None]] = []
         metadata.add_listener(self._on_metadata_change)
@@ -120,6 +130,7 @@ class ReplicaManager:
 
     async def stop(self) -> None:
         self._started = False
+        await asyncio.gather(*self._creations, return_exceptions=True)  # the logs stay, for the next start
         if self._isr_task is not None:
             self._isr_task.cancel()
             await asyncio.gather(self._isr_task, return_exceptions=True)
@@ -290,9 +301,24 @@ class ReplicaManager:
 
     def _on_metadata_change(self, old: ClusterImage, new: ClusterImage) -> None:
         if self._started:
-            self._apply(new)
+            self._apply(new, None if self._apply_incomplete else old)
 
-    def _apply(self, image: ClusterImage) -> None:
+    @staticmethod
+    def _changed_topics(previous: ClusterImage | None, image: ClusterImage) -> list[str] | None:
+        """The topics whose metadata differs from `previous` (the image applied before): a delta shares the
+        untouched ones, so this is O(topics) identity checks. None (every topic) without a previous image or
+        when the brokers or broker configs changed, which any replica's role or fetcher may depend on."""
+        if previous is None or previous.brokers != image.brokers or previous.broker_configs != image.broker_configs:
+            return None
+        return [name for name in image.topics.keys() | previous.topics.keys()
+                if image.topics.get(name) is not previous.topics.get(name)]
+
+    def _apply(self, image: ClusterImage, previous: ClusterImage | None = None) -> None:
+        """Every replica in the role `image` gives it; with `previous` (the image applied before), only the
+        replicas of the topics that changed are visited: a one-partition change costs O(topics), not
+        O(partitions)."""
+        changed = self._changed_topics(previous, image)
+        self._apply_incomplete = True  # until the end: an application cut short by an error is redone in full
         self._fenced = frozenset(b.node_id for b in image.brokers if b.fenced)
         own, default = image.broker_configs.get(str(self.node_id), {}), image.broker_configs.get("default", {})
         for quota, rate, replicas in ((self.follower_quota, throttles.FOLLOWER_RATE, throttles.FOLLOWER_REPLICAS),
@@ -300,11 +326,19 @@ class ReplicaManager:
             quota.configure(throttles.rate(rate, own, default), {
                 name: throttles.throttled_partitions(topic.configs[replicas], self.node_id)
                 for name, topic in image.topics.items() if topic.configs.get(replicas)})
-        for key in list(self._partitions):
+        if changed is None:
+            candidates = list(self._partitions)
+        else:  # the replicas of a changed topic, as `previous` had them
+            candidates = [TopicPartition(name, index) for name in changed if name in previous.topics  # type: ignore[union-attr]
+                          for index in range(len(previous.topics[name].partitions))]  # type: ignore[union-attr]
+        for key in candidates:
             topic = image.topics.get(key.topic)
-            if topic is None or topic.topic_id != self._topic_ids.get(key.topic):
+            if key in self._partitions and (topic is None or topic.topic_id != self._topic_ids.get(key.topic)):
                 self._drop(key, delete_log=True)
-        for name, topic in image.topics.items():
+        topics = image.topics if changed is None else {name: image.topics[name] for name in changed
+                                                       if name in image.topics}
+        new_logs = self._open_logs(topics)
+        for name, topic in topics.items():
             if name in self._topic_configs and self._topic_configs[name] != dict(topic.configs):
                 self._log_manager.update_topic_config(name, dict(topic.configs))
             self._topic_configs[name] = dict(topic.configs)
@@ -322,8 +356,9 @@ class ReplicaManager:
                     continue
                 partition = self._partitions.get(key)
                 if partition is None:
-                    log_ = self._log_manager.get_or_create_log(name, assignment.partition, dict(topic.configs),
-                                                               topic.uuid)
+                    log_ = new_logs.get(key)
+                    if log_ is None:  # its log dir failed: offline here
+                        continue
                     partition = self._partitions[key] = Partition(name, assignment.partition, self.node_id, log_,
                                                                   self, self.topic_metrics.topic(name))
                 if assignment.leader_id == self.node_id:
@@ -336,8 +371,61 @@ class ReplicaManager:
             self._topic_configs.pop(topic_name, None)
             self._min_isr.pop(topic_name, None)
         self._stop_idle_fetchers()
+        self._apply_incomplete = False
         for listener in self._role_listeners:
             listener()
+
+    def _open_logs(self, topics: Mapping[str, TopicMetadata]) -> dict[TopicPartition, Log]:
+        """The logs of the replicas of `topics` on this broker that have no `Partition` yet: existing ones, and
+        new ones created in one batch (`LogManager.create_logs`: durable on return, their fsyncs in parallel) —
+        in place, or when there are many, on a worker thread (`_create_off_loop`), left out here until done."""
+        logs: dict[TopicPartition, Log] = {}
+        missing: list[NewLog] = []
+        for name, topic in topics.items():
+            configured = False
+            for assignment in topic.partitions:
+                key = TopicPartition(name, assignment.partition)
+                if key in self._partitions or key in self._creating or self.node_id not in assignment.replicas:
+                    continue
+                if not configured:
+                    self._log_manager.update_topic_config(name, dict(topic.configs))
+                    configured = True
+                existing = self._log_manager.existing_log(name, assignment.partition, topic.uuid)
+                if existing is not None:
+                    logs[key] = existing
+                else:
+                    missing.append(NewLog(name, assignment.partition, topic.uuid))
+        if len(missing) >= CREATE_OFF_LOOP_MIN_LOGS:
+            self._creating.update(TopicPartition(new.topic, new.partition) for new in missing)
+            task = asyncio.get_running_loop().create_task(self._create_off_loop(missing), name="create-logs")
+            self._creations.add(task)
+            task.add_done_callback(self._creations.discard)
+        elif missing:
+            created = self._log_manager.create_logs(missing)
+            logs.update((TopicPartition(*tp), log_) for tp, log_ in created.items())
+        return logs
+
+    async def _create_off_loop(self, missing: list[NewLog]) -> None:
+        """Create `missing` on a worker thread, then apply the current image: the new replicas take their roles.
+        A log whose replica left the image meanwhile (topic deleted or re-created, reassigned away) is deleted."""
+        try:
+            created = await asyncio.to_thread(self._log_manager.create_logs, missing)
+        except Exception:  # noqa: BLE001 - every dir offline, or a bug: the next image tries again, in full
+            log.exception("creating %d logs failed", len(missing))
+            self._apply_incomplete = True
+            return
+        finally:
+            self._creating.difference_update(TopicPartition(new.topic, new.partition) for new in missing)
+        if not self._started:
+            return
+        image = self._metadata.image
+        for new in missing:
+            topic, assignment = image.topics.get(new.topic), image.partition(new.topic, new.partition)
+            if (new.topic, new.partition) in created and (
+                    topic is None or assignment is None or topic.uuid != new.topic_id
+                    or self.node_id not in assignment.replicas):
+                self._log_manager.delete_log(new.topic, new.partition)
+        self._apply(image)
 
     def _become_leader(self, partition: Partition, assignment: PartitionAssignment) -> None:
         was_leader, old_epoch = partition.is_leader, partition.leader_epoch

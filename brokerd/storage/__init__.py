@@ -7,6 +7,7 @@ Layers, bottom up: `index` (`offset_index`, `time_index`) -> `segment` -> `log` 
     lm = LogManager(log_dirs=[...], cluster_defaults=broker_defaults(props), clock=SystemClock())
     lm.startup(); lm.start()
     log = lm.get_or_create_log("orders", 0, {"retention.ms": "3600000"})
+    logs = lm.create_logs([NewLog("orders", 1, topic_id), ...])   # a batch, durable on return
     info = log.append_as_leader(bytearray(batches), leader_epoch=0)     # -> AppendInfo
     region = log.read(offset, max_bytes, max_offset_exclusive=high_watermark)  # -> FileRegion
     await loop.sendfile(transport, region.file, region.position, region.length)
@@ -17,6 +18,6 @@ Concurrency: see `log` and `log_manager` (event-loop thread + one maintenance th
 
 from brokerd.storage.config import LogConfig
 from brokerd.storage.log import AppendInfo, FileRegion, Log, read_bytes
-from brokerd.storage.log_manager import LogManager
+from brokerd.storage.log_manager import LogManager, NewLog
 
-__all__ = ["AppendInfo", "FileRegion", "Log", "LogConfig", "LogManager", "read_bytes"]
+__all__ = ["AppendInfo", "FileRegion", "Log", "LogConfig", "LogManager", "NewLog", "read_bytes"]

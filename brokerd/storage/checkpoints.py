@@ -26,16 +26,32 @@ logger = logging.getLogger(__name__)
 VERSION = 0
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes, sync_directory: bool = True, sync: bool = True) -> None:
+    """Without `sync_directory` the rename is durable only once the caller fsyncs the directory; without `sync`
+    nothing is fsynced (the caller fsyncs the file and its directory before relying on it)."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.write(fd, data)
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if sync and sync_directory:
+        fsync_dir(path.parent)
+
+
+def fsync_file(path: Path) -> None:
+    """fsync the file now at `path` (a no-op if there is none)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(path: Path) -> None:
@@ -46,8 +62,9 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _write_lines(path: Path, lines: list[str]) -> None:
-    write_atomically(path, "".join(f"{line}\n" for line in [str(VERSION), str(len(lines)), *lines]).encode())
+def _write_lines(path: Path, lines: list[str], sync: bool = True) -> None:
+    write_atomically(path, "".join(f"{line}\n" for line in [str(VERSION), str(len(lines)), *lines]).encode(),
+                     sync=sync)
 
 
 def _read_lines(path: Path, fields: int) -> list[list[str]] | None:
@@ -81,8 +98,8 @@ def read_offsets(path: Path) -> dict[tuple[str, int], int]:
         return {}
 
 
-def write_epochs(path: Path, entries: Iterable[tuple[int, int]]) -> None:
-    _write_lines(path, [f"{epoch} {start_offset}" for epoch, start_offset in entries])
+def write_epochs(path: Path, entries: Iterable[tuple[int, int]], sync: bool = True) -> None:
+    _write_lines(path, [f"{epoch} {start_offset}" for epoch, start_offset in entries], sync)
 
 
 def read_epochs(path: Path) -> list[tuple[int, int]]:

@@ -2,9 +2,13 @@
 
 A sorted list of `(epoch, start_offset)`: epoch E's records start at `start_offset` and end where the
 next epoch starts (or at the log end offset for the latest epoch). Epochs and start offsets both
-strictly increase. Every change is persisted to `leader-epoch-checkpoint` in the partition directory
-with `checkpoints.write_epochs` (atomic replace) before the method returns; changes are rare (one per
-leadership change), so the cost stays off the steady-state append path.
+strictly increase. Every change is written to `leader-epoch-checkpoint` in the partition directory with
+`checkpoints.write_epochs` (atomic replace) before the method returns, without an fsync (as Kafka since
+KAFKA-15046): a broker that becomes leader of thousands of partitions at once (a failover, new topics) would
+otherwise hold its event loop for two fsyncs per partition. Durability follows the data's instead: `Log.flush`
+fsyncs a changed checkpoint before it moves the recovery point, so the epochs of every fsynced batch are
+durable; batches past the recovery point are re-validated after a crash, and their epochs assigned again from
+their headers (`Log._load`), whatever the checkpoint kept.
 
 Not thread-safe: the owning `Log` serialises access under its lock.
 """
@@ -25,6 +29,8 @@ class LeaderEpochCache:
         self.path = path
         self._log_end_offset = log_end_offset
         self._entries: list[tuple[int, int]] = checkpoints.read_epochs(path)
+        self.unsynced = False
+        """The file changed since `Log.flush` last fsynced it."""
 
     def entries(self) -> list[tuple[int, int]]:
         return list(self._entries)
@@ -77,5 +83,12 @@ class LeaderEpochCache:
             self._entries = kept
             self._persist()
 
+    def assign_from_batch(self, epoch: int, base_offset: int) -> None:
+        """Recovery: a batch of `epoch` at `base_offset` re-read from the log; recorded if its epoch is newer
+        than every one known (Kafka `LogSegment.recover`)."""
+        if epoch > self.latest_epoch:
+            self.assign(epoch, base_offset)
+
     def _persist(self) -> None:
-        checkpoints.write_epochs(self.path, self._entries)
+        checkpoints.write_epochs(self.path, self._entries, sync=False)
+        self.unsynced = True

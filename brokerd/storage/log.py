@@ -34,7 +34,7 @@ from pathlib import Path
 from brokerd.clock import Clock
 from brokerd.records import batch as rb
 from brokerd.records.errors import InvalidRecordError
-from brokerd.storage.checkpoints import fsync_dir
+from brokerd.storage.checkpoints import fsync_dir, fsync_file
 from brokerd.storage.config import LONG_MAX, LogConfig
 from brokerd.storage.errors import OffsetOutOfRangeError
 from brokerd.storage.file_handles import FileHandleCache, SegmentFile
@@ -162,7 +162,7 @@ class Log:
              state: LogState) -> "Log":
         """Load (or create) the log in `directory`. After an unclean shutdown, every segment holding
         offsets at or after `state.recovery_point` is re-validated and the torn or corrupt tail
-        truncated, then the recovered part is fsynced."""
+        truncated, the leader epochs of its batches assigned again, then the recovered part is fsynced."""
         log = cls(directory, topic, partition, config, context)
         with log.lock, context.log_dir.io_guard():
             directory.mkdir(parents=True, exist_ok=True)
@@ -172,10 +172,11 @@ class Log:
         return log
 
     def _load(self, state: LogState) -> None:
-        for path in self.dir.iterdir():
-            if path.name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
-                path.unlink()
-        bases = sorted(int(p.name[: -len(LOG_SUFFIX)]) for p in self.dir.glob("*" + LOG_SUFFIX))
+        names = os.listdir(self.dir)
+        for name in names:
+            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
+                (self.dir / name).unlink()
+        bases = sorted(int(name[: -len(LOG_SUFFIX)]) for name in names if name.endswith(LOG_SUFFIX))
         context = self._context
         interval = self.config.index_interval_bytes
         for i, base in enumerate(bases):
@@ -185,7 +186,8 @@ class Log:
                 segment = LogSegment.open(self.dir, base, context.handles, interval)
             else:
                 segment = LogSegment.open_for_recovery(self.dir, base, context.handles, interval)
-                truncated = segment.recover()
+                truncated = segment.recover(lambda header: self.leader_epoch_cache.assign_from_batch(
+                    header.partition_leader_epoch, header.base_offset))
                 if truncated and next_base is not None:
                     self._segments.append(segment)
                     for later in bases[i + 1 :]:
@@ -530,16 +532,19 @@ class Log:
             target = self.log_end_offset if up_to_offset is None else min(up_to_offset, self.log_end_offset)
             segments = [segment for segment in self._segments
                         if segment.base_offset < target and segment.next_offset > self.recovery_point]
-            if target == self.log_end_offset and self._segments[-1] not in segments:
-                segments.append(self._segments[-1])
+            if target == self.log_end_offset and self._segments[-1] not in segments and self._segments[-1].size:
+                segments.append(self._segments[-1])  # its index files (an empty segment has none to trust)
             work = [(segment, segment.file()) for segment in segments]
             for segment in segments:
                 segment.write_indexes()
-            needs_dir_fsync, self._dir_needs_fsync = self._dir_needs_fsync, False
+            epochs_unsynced, self.leader_epoch_cache.unsynced = self.leader_epoch_cache.unsynced, False
+            needs_dir_fsync, self._dir_needs_fsync = self._dir_needs_fsync or epochs_unsynced, False
             flushed_messages = self._unflushed_messages if target == self.log_end_offset else 0
         with self.log_dir.io_guard():
             for segment, file in work:
                 segment.fsync(file)
+            if epochs_unsynced:  # the epochs of the batches now fsynced (and maybe later ones)
+                fsync_file(self.leader_epoch_cache.path)
             if needs_dir_fsync:
                 fsync_dir(self.dir)
         with self.lock:

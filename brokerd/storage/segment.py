@@ -13,17 +13,24 @@ Crash behaviour: `recover()` re-reads every batch, checks framing, magic, CRC-32
 truncates the file at the first bad byte and rebuilds both indexes. Missing or insane index files are
 rebuilt from the `.log` on first use.
 
+Lazy opening (memory and file handles proportional to the partitions in use, not hosted): a segment holds
+no file handle (the shared `FileHandleCache` opens its `.log` on first read or write) and no index in memory
+until one is needed. A segment that was empty when created or loaded ("fresh") has empty indexes by
+definition: its index files are neither read nor written until it holds data (an empty segment's index
+files are ignored when loaded, so a stale one can never be trusted), and an empty segment is never opened.
+
 Not thread-safe: the owning `Log` serialises every call under its lock. A segment no longer in the
 log's list (deleted, replaced by the cleaner) is never written again.
 """
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from brokerd.errors import BrokerError
 from brokerd.records import batch as rb
+from brokerd.storage.checkpoints import fsync_file
 from brokerd.storage.errors import CorruptIndexError
 from brokerd.storage.file_handles import FileHandleCache, SegmentFile
 from brokerd.storage.offset_index import OffsetIndex
@@ -98,7 +105,8 @@ class LogSegment:
         """`suffix` (CLEANED_SUFFIX) names the files of a compacted copy until `promote`."""
         self.base_offset = base_offset
         self.directory = directory
-        self.log_path, self.index_path, self.time_index_path = self._paths(suffix)
+        self._suffix = suffix
+        self.log_path = directory / (segment_name(base_offset) + LOG_SUFFIX + suffix)
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
         self.size = 0
@@ -110,12 +118,25 @@ class LogSegment:
         self._handles = handles
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
+        """None until first used (see "Lazy opening")."""
+        self._fresh = False
+        """The indexes are empty (the segment was empty when created or loaded) and not yet in memory: they are
+        allocated empty on first use, and their files (whatever they hold) rewritten on the next write."""
         self._bytes_since_last_index_entry = 0
 
     def _paths(self, suffix: str) -> tuple[Path, Path, Path]:
         name = segment_name(self.base_offset)
         return tuple(self.directory / (name + ext + suffix)  # type: ignore[return-value]
                      for ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX))
+
+    @property
+    def index_path(self) -> Path:
+        """Derived when needed (rarely): a hosted partition keeps one path per segment in memory, not three."""
+        return self.directory / (segment_name(self.base_offset) + INDEX_SUFFIX + self._suffix)
+
+    @property
+    def time_index_path(self) -> Path:
+        return self.directory / (segment_name(self.base_offset) + TIME_INDEX_SUFFIX + self._suffix)
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, next_offset={self.next_offset}, size={self.size})"
@@ -125,11 +146,12 @@ class LogSegment:
     @classmethod
     def create(cls, directory: Path, base_offset: int, handles: FileHandleCache,
                index_interval_bytes: int, now_ms: int, suffix: str = "") -> "LogSegment":
-        """A new empty segment; its `.log` exists on return (the caller fsyncs the directory)."""
+        """A new empty segment; its `.log` exists on return (the caller fsyncs the directory). Neither a
+        file handle nor an index is allocated until the segment is written or read."""
         segment = cls(directory, base_offset, handles, index_interval_bytes, now_ms, suffix)
-        segment.file()
-        segment._offset_index = OffsetIndex(segment.index_path, base_offset)
-        segment._time_index = TimeIndex(segment.time_index_path, base_offset)
+        handles.forget(segment.log_path)  # a file of that name cached before (a truncated log) is another inode
+        os.close(os.open(segment.log_path, os.O_WRONLY | os.O_CREAT, 0o644))
+        segment._fresh = True
         return segment
 
     @classmethod
@@ -169,6 +191,11 @@ class LogSegment:
         return self._time_index  # type: ignore[return-value]
 
     def _load_indexes(self) -> None:
+        if self._fresh:
+            self._fresh = False
+            self._offset_index = OffsetIndex(self.index_path, self.base_offset)
+            self._time_index = TimeIndex(self.time_index_path, self.base_offset)
+            return
         try:
             self._offset_index = OffsetIndex.load(self.index_path, self.base_offset, self.size)  # type: ignore[assignment]
             self._time_index = TimeIndex.load(self.time_index_path, self.base_offset, self.size)  # type: ignore[assignment]
@@ -177,7 +204,19 @@ class LogSegment:
 
     def _load_tail_state(self) -> None:
         """Recompute next_offset / max timestamp from the indexes and the batches after the last index
-        entry (the indexes are trusted here)."""
+        entry (the indexes are trusted here). An empty segment touches neither its indexes nor its file."""
+        if self.size == 0:
+            self.next_offset = self.base_offset
+            self.max_timestamp = rb.NO_TIMESTAMP
+            self.offset_of_max_timestamp = self.base_offset
+            self.rolling_timestamp = None
+            self._bytes_since_last_index_entry = 0
+            if self._offset_index is None:
+                self._fresh = True
+            else:
+                self._offset_index.truncate_entries(0)
+                self._time_index.truncate_entries(0)  # type: ignore[union-attr]
+            return
         last_indexed = self.offset_index.last_entry()
         start = last_indexed[1] if last_indexed else 0
         self.next_offset = self.base_offset
@@ -259,6 +298,8 @@ class LogSegment:
 
     def find_batch(self, offset: int) -> tuple[int, rb.BatchHeader] | None:
         """The position and header of the first batch whose last offset is >= `offset`, or None."""
+        if self.size < rb.HEADER_SIZE:
+            return None
         fd = self.file().fileno()
         _, position = self.offset_index.lookup(offset)
         while self.size - position >= rb.HEADER_SIZE:
@@ -320,9 +361,13 @@ class LogSegment:
 
     # --- recovery and truncation -----------------------------------------------------------------------
 
-    def recover(self) -> int:
-        """Re-validate every batch, rebuild the indexes, and truncate at the first invalid byte.
-        Returns the number of bytes truncated."""
+    def recover(self, on_batch: Callable[[rb.BatchHeader], None] | None = None) -> int:
+        """Re-validate every batch, rebuild the indexes, and truncate at the first invalid byte; `on_batch` sees
+        each valid batch's header. Returns the number of bytes truncated. An empty file is not even opened."""
+        if self.log_path.stat().st_size == 0:
+            self.size = 0
+            self._load_tail_state()
+            return 0
         file = self.file()
         file_size = os.fstat(file.fileno()).st_size
         self._reset_state()
@@ -340,6 +385,8 @@ class LogSegment:
                 self.rolling_timestamp = header.max_timestamp
             self.next_offset = header.next_offset
             valid_end = position + header.size
+            if on_batch is not None:
+                on_batch(header)
         if valid_end < file_size:
             os.ftruncate(file.fileno(), valid_end)
         self.size = valid_end
@@ -381,7 +428,10 @@ class LogSegment:
     # --- durability and deletion -----------------------------------------------------------------------
 
     def write_indexes(self) -> None:
-        """Write pending index entries to their files (page cache only)."""
+        """Write pending index entries to their files (page cache only). A fresh segment's indexes are
+        written (empty, replacing whatever the files held) only once it holds data."""
+        if self._fresh and self.size > 0:
+            self._load_indexes()
         if self._offset_index is not None:
             self._offset_index.flush(fsync=False)
         if self._time_index is not None:
@@ -393,25 +443,25 @@ class LogSegment:
         index renamed away meanwhile is skipped."""
         os.fsync(file.fileno())
         for path in (self.index_path, self.time_index_path):
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
-                continue
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_file(path)
 
     def promote(self) -> None:
-        """Rename this compacted copy's `*.cleaned` files over the final names (log first)."""
+        """Rename this compacted copy's `*.cleaned` files over the final names (log first). An empty copy
+        has no index files: they are rebuilt when loaded (nothing to index)."""
         self.write_indexes()
         self._handles.forget(self.log_path)
         for source, target in zip((self.log_path, self.index_path, self.time_index_path), self._paths(""),
                                   strict=True):
-            os.replace(source, target)
-        self.log_path, self.index_path, self.time_index_path = self._paths("")
-        self._offset_index.path = self.index_path  # type: ignore[union-attr]
-        self._time_index.path = self.time_index_path  # type: ignore[union-attr]
+            try:
+                os.replace(source, target)
+            except FileNotFoundError:
+                if source == self.log_path:
+                    raise
+        self._suffix = ""
+        self.log_path = self._paths("")[0]
+        if self._offset_index is not None:
+            self._offset_index.path = self.index_path
+            self._time_index.path = self.time_index_path  # type: ignore[union-attr]
 
     def discard(self) -> None:
         """Delete this (unpromoted) copy's files."""

@@ -8,9 +8,10 @@ Format (text, as Kafka writes it)::
     version: 0
     topic_id: <the topic id as Kafka prints a Uuid: URL-safe base64, no padding, 22 characters>
 
-Written atomically (temp file, fsync, rename, fsync of the directory) when a log is created or first
-adopted by a topic. No file means the id is unknown (a log written before ids were kept): the log is
-adopted by the topic of its name. A file that does not parse raises `KafkaStorageError`.
+Written atomically (temp file, fsync, rename, fsync of the directory) when a log is created (the directory's
+fsync then done by the creator, `LogManager.create_logs`) or first adopted by a topic. No file means the id is
+unknown (a log written before ids were kept): the log is adopted by the topic of its name. A file that does
+not parse raises `KafkaStorageError`.
 """
 
 import base64
@@ -44,5 +45,6 @@ def read(directory: Path) -> uuid.UUID | None:
         raise KafkaStorageError(f"{path} does not parse: {exc}") from exc
 
 
-def write(directory: Path, topic_id: uuid.UUID) -> None:
-    write_atomically(directory / FILE_NAME, f"version: {VERSION}\ntopic_id: {kafka_uuid_string(topic_id)}\n".encode())
+def write(directory: Path, topic_id: uuid.UUID, sync_directory: bool = True) -> None:
+    write_atomically(directory / FILE_NAME, f"version: {VERSION}\ntopic_id: {kafka_uuid_string(topic_id)}\n".encode(),
+                     sync_directory)

@@ -42,6 +42,14 @@ def free_port_run(count: int) -> int:
                 s.close()
 
 
+def scrape(url: str) -> str:
+    """The body at `url`, or "" while nothing listens there yet."""
+    try:
+        return requests.get(url, timeout=10).text
+    except requests.ConnectionError:
+        return ""
+
+
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -97,9 +105,10 @@ def test_make_run_serves_console_and_stops_cleanly_on_ctrl_c(tmp_path):
         assert producer.flush(60) == 0 and delivered == [None]
         topic = session.get(f"{base}/api/topics/smoke/").json()
         assert topic["replication_factor"] == 3, topic
-        for broker in range(3):
-            metrics = requests.get(f"http://127.0.0.1:{metrics_port + broker}/metrics", timeout=10).text
-            assert "kafka_server_brokertopicmetrics_bytesin_total" in metrics
+        for broker in range(3):  # a broker binds its metrics port just after it starts serving Kafka clients
+            wait_until(lambda port=metrics_port + broker: "kafka_server_brokertopicmetrics_bytesin_total" in
+                       scrape(f"http://127.0.0.1:{port}/metrics"), timeout_s=60,
+                       message=f"broker {broker + 1}'s metrics")
 
         # A broker dies: the supervisor restarts it, it rejoins the ISR, nothing else stopped.
         reader = threading.Thread(target=lambda: lines.extend(supervisor.stdout), daemon=True)

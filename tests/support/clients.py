@@ -3,6 +3,10 @@
 * `sarama_client()`, `kafkago_client()`: the Go programs in `tests/clients/{sarama,kafkago}` built in GOPATH
   mode against Debian's `golang-github-shopify-sarama-dev` / `golang-github-segmentio-kafka-go-dev`
   (`/usr/share/gocode`), with Go's build cache in `var/clients/go-cache` (a rebuild takes about a second).
+* `sarama_admin_client()`: `tests/clients/saramaadmin` built the same way, but with sarama 1.45 and Go 1.24 from
+  Debian trixie, unpacked under `var/debian-trixie` by `scripts/ensure_trixie_go.sh` (bookworm's sarama 1.22.1
+  predates the reassignment calls, and its Go 1.19 cannot build sarama 1.45). The first build compiles Go's
+  standard library too: about a minute of CPU.
 * `kafkajs_client()`: `tests/clients/kafkajs` (committed package.json + package-lock.json) installed with
   `npm ci` into `var/clients/kafkajs`, again only when the lock file changed.
 
@@ -25,15 +29,17 @@ from tests.support.broker import REPO_ROOT
 CLIENTS = REPO_ROOT / "tests" / "clients"
 BUILD_DIR = REPO_ROOT / "var" / "clients"
 GOPATH = "/usr/share/gocode"
+TRIXIE = REPO_ROOT / "var" / "debian-trixie" / "root"
 
 
-def _go_build(name: str) -> Path:
+def _go_build(name: str, go: str = "go", gopath: str = GOPATH, cache: str = "go-cache") -> Path:
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     binary = BUILD_DIR / f"{name}-client"
-    env = {**os.environ, "GO111MODULE": "off", "GOPATH": GOPATH, "GOCACHE": str(BUILD_DIR / "go-cache"),
-           "GOFLAGS": ""}
-    result = subprocess.run(["go", "build", "-o", str(binary), f"./tests/clients/{name}"], cwd=REPO_ROOT, env=env,
-                            capture_output=True, text=True, timeout=600)
+    env = {**os.environ, "GO111MODULE": "off", "GOPATH": gopath, "GOCACHE": str(BUILD_DIR / cache), "GOFLAGS": "",
+           "GOTOOLCHAIN": "local"}
+    env.pop("GOROOT", None)  # each toolchain finds its own
+    result = subprocess.run([go, "build", "-o", str(binary), f"./tests/clients/{name}"], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, f"go build of {name} failed:\n{result.stderr}"
     return binary
 
@@ -44,6 +50,14 @@ def sarama_client() -> Path:
 
 def kafkago_client() -> Path:
     return _go_build("kafkago")
+
+
+def sarama_admin_client() -> Path:
+    setup = subprocess.run([str(REPO_ROOT / "scripts" / "ensure_trixie_go.sh")], capture_output=True, text=True,
+                           timeout=900)
+    assert setup.returncode == 0, f"scripts/ensure_trixie_go.sh failed:\n{setup.stdout}\n{setup.stderr}"
+    return _go_build("saramaadmin", go=str(TRIXIE / "usr" / "lib" / "go-1.24" / "bin" / "go"),
+                     gopath=str(TRIXIE / "usr" / "share" / "gocode"), cache="go-cache-trixie")
 
 
 def kafkajs_client() -> Path:

@@ -16,6 +16,7 @@ from controlplane.controller.api.views import (
     ProposalView,
     ReassignmentExecutionViewSet,
     ReassignmentViewSet,
+    SkewView,
 )
 from controlplane.groups.api.views import GroupViewSet
 from controlplane.health.api.views import ClusterHealthSnapshotViewSet
@@ -55,6 +56,7 @@ urlpatterns = [
     path("token/", ObtainTokenView.as_view(), name="token"),
     path("elect-leaders/", ElectLeadersView.as_view(), name="elect-leaders"),
     path("proposals/", ProposalView.as_view(), name="proposals"),
+    path("skew/", SkewView.as_view(), name="skew"),
     path("lag/status/", LagStatusView.as_view(), name="lag-status"),
     path("lag/groups/", LagGroupsView.as_view(), name="lag-groups"),
     path("lag/groups/<str:group>/", LagGroupView.as_view(), name="lag-group"),

@@ -99,7 +99,7 @@ def broker_heartbeat(request: HttpRequest, broker_id: int) -> dict:
 
 
 @internal_api("GET")
-def metadata_image(request: HttpRequest) -> dict:
+def metadata_image(request: HttpRequest) -> bytes:
     try:
         min_version = int(request.GET.get("min_version", 0))
         wait_ms = int(request.GET.get("wait_ms", 0))
@@ -107,7 +107,7 @@ def metadata_image(request: HttpRequest) -> dict:
         raise KafkaApiError("INVALID_REQUEST", "min_version and wait_ms must be integers") from None
     if min_version > 0 and wait_ms > 0:
         metadata.wait_for_version(min_version, wait_ms)
-    return metadata.image()
+    return metadata.image_json().encode()
 
 
 @internal_api("GET")

@@ -39,17 +39,19 @@ themselves.
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Min
+from django.db.models import Min, QuerySet, TextField
+from django.db.models.functions import Cast
 
 from controlplane.topics.models import Partition, Topic
 
 from .models import CLUSTER_DEFAULT, Broker, BrokerConfig, BrokerState, ChangedRow, ControllerState, MetadataChange
 
 __all__ = ("PARTITION_FIELDS", "TRIGGERS", "broker_configs_image", "broker_record", "catch_up", "install_triggers",
-           "merged", "note_broker_configs", "prune", "record", "snapshot_body")
+           "merged", "note_broker_configs", "prune", "record", "snapshot_body", "topic_partitions")
 
 PARTITION_FIELDS = ("partition", "replicas", "isr", "leader", "leader_epoch", "partition_epoch", "adding_replicas",
                     "removing_replicas")
@@ -138,8 +140,9 @@ def broker_record(broker: dict) -> dict:
 BROKER_COLUMNS = ("broker_id", "listeners", "rack", "state", "registration_epoch")
 
 
-def _changed_records() -> list[dict]:
-    """The records of the rows the triggers noted in this transaction (their current state)."""
+def _changed_records() -> tuple[list[str], int]:
+    """The records, as JSON texts, of the rows the triggers noted in this transaction (their current
+    state), and their count (a partition entry counts as one)."""
     noted = ChangedRow.objects.values("row_id")
     records: list[dict] = []
     for broker in Broker.objects.filter(pk__in=noted.filter(kind="broker")).order_by("broker_id").values(
@@ -152,18 +155,50 @@ def _changed_records() -> list[dict]:
         records.append({"type": "broker_configs", "broker_configs": broker_configs_image()})
     removed = {}
     for name, topic_id in ChangedRow.objects.filter(kind="topic_removed").values_list("name", "topic_id"):
-        removed[name] = topic_id if "-" in topic_id else _dashed(topic_id)
+        removed[name] = _dashed(topic_id)
     records += [{"type": "topic_removed", "name": n, "topic_id": t} for n, t in sorted(removed.items())]
     for name, topic_id, configs in Topic.objects.filter(pk__in=noted.filter(kind="topic")).order_by("name") \
             .values_list("name", "topic_id", "configs"):
         records.append({"type": "topic", "name": name, "topic_id": str(topic_id), "configs": dict(configs)})
-    rows = Partition.objects.filter(pk__in=noted.filter(kind="partition")).order_by("topic__name", "partition") \
-        .values_list("topic__name", "topic__topic_id", *PARTITION_FIELDS)
-    for name, topic_id, *fields in rows.iterator(chunk_size=10_000):
-        if not records or records[-1]["type"] != "partitions" or records[-1]["topic"] != name:
-            records.append({"type": "partitions", "topic": name, "topic_id": str(topic_id), "partitions": []})
-        records[-1]["partitions"].append(dict(zip(PARTITION_FIELDS, fields, strict=True)))
-    return records
+    texts = [json.dumps(r, separators=(",", ":")) for r in records]
+    count = len(texts)
+    for name, topic_id, _, entries in topic_partitions(Partition.objects.filter(pk__in=noted.filter(kind="partition"))):
+        texts.append(f'{{"type":"partitions","topic":{json.dumps(name)},"topic_id":"{topic_id}",'
+                     f'"partitions":[{",".join(entries)}]}}')
+        count += len(entries)
+    return texts, count
+
+
+def topic_partitions(partitions: QuerySet[Partition]) -> Iterator[tuple[str, str, str, list[str]]]:
+    """(topic name, topic id, configs as JSON text, partition entries as JSON texts) per topic of `partitions`,
+    by topic name and partition index. Each entry holds `PARTITION_FIELDS`; the JSON columns are copied as
+    the database returns them, never decoded: at 100,000 partitions this is a small part of what decoding
+    them into model instances and encoding them again cost."""
+    rows = partitions.order_by("topic__name", "partition").values_list(
+        "topic__name", _text("topic__topic_id"), _text("topic__configs"), "partition", _text("replicas"),
+        _text("isr"), "leader", "leader_epoch", "partition_epoch", _text("adding_replicas"),
+        _text("removing_replicas"))
+    name = None
+    topic_id = configs = ""
+    entries: list[str] = []
+    for row in rows.iterator(chunk_size=10_000):
+        if row[0] != name:
+            if name is not None:
+                yield name, topic_id, configs, entries
+            name, topic_id, configs, entries = row[0], _dashed(row[1]), row[2], []
+        entries.append(_PARTITION_ENTRY % row[3:])
+    if name is not None:
+        yield name, topic_id, configs, entries
+
+
+_PARTITION_ENTRY = ('{"partition":%d,"replicas":%s,"isr":%s,"leader":%d,"leader_epoch":%d,"partition_epoch":%d,'
+                    '"adding_replicas":%s,"removing_replicas":%s}')
+"""A partition's entry (`PARTITION_FIELDS`) from its row: the JSON columns as text."""
+
+
+def _text(column: str) -> Cast:
+    """A column as the database's text (a JSON column's JSON, a UUID's hex or dashed form)."""
+    return Cast(column, TextField())
 
 
 def broker_configs_image() -> dict[str, dict[str, str]]:
@@ -178,7 +213,10 @@ def note_broker_configs() -> None:
 
 
 def _dashed(hex_id: str) -> str:
-    """SQLite stores a UUIDField as 32 hex digits; records carry the canonical dashed form."""
+    """SQLite stores a UUIDField as 32 hex digits (PostgreSQL's text form is dashed already); records carry
+    the canonical dashed form."""
+    if "-" in hex_id:
+        return hex_id
     return f"{hex_id[:8]}-{hex_id[8:12]}-{hex_id[12:16]}-{hex_id[16:20]}-{hex_id[20:]}"
 
 
@@ -186,11 +224,9 @@ def record(version: int) -> int:
     """Store this transaction's changes as the metadata log entry of `version`; returns the record count (a
     partition entry counts as one record).
     Caller: `metadata.bump()`, under the controller-state lock."""
-    records = _changed_records()
+    records, count = _changed_records()
     ChangedRow.objects.all().delete()
-    count = sum(len(r["partitions"]) if r["type"] == "partitions" else 1 for r in records)
-    MetadataChange.objects.create(version=version, records=json.dumps(records, separators=(",", ":")),
-                                  record_count=count)
+    MetadataChange.objects.create(version=version, records=f"[{','.join(records)}]", record_count=count)
     if version % PRUNE_EVERY_VERSIONS == 0:
         prune(version)
     return count
@@ -277,13 +313,11 @@ def _current() -> dict:
     return state
 
 
-def snapshot_body() -> tuple[int, bytes]:
-    """(version, body) of a snapshot: `{"type": "snapshot", …the full image}`."""
-    from .metadata import image  # the image is metadata's; it imports this module to record changes
+def snapshot_body() -> bytes:
+    """A snapshot: `{"type": "snapshot", …the full image}`."""
+    from .metadata import image_json  # the image is metadata's; it imports this module to record changes
 
-    snapshot = image()
-    return snapshot["metadata_version"], json.dumps({"type": "snapshot", **snapshot},
-                                                    separators=(",", ":")).encode()
+    return f'{{"type":"snapshot",{image_json()[1:]}'.encode()
 
 
 def _delta_body(state: dict, since: int) -> bytes | None:
@@ -338,4 +372,4 @@ def catch_up(since: int | None) -> bytes:
         body = _bodies.get((since, *identity), lambda: _delta_body(state, since) or b"")
         if body:
             return body
-    return _bodies.get((-1, *identity), lambda: snapshot_body()[1])
+    return _bodies.get((-1, *identity), snapshot_body)

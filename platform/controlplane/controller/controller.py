@@ -224,28 +224,22 @@ class Controller:
             self._elected_at_version = state.metadata_version
         return changed
 
-    def maybe_rebalance_leaders(self) -> list[tuple[str, int]]:
-        """Kafka's auto leader rebalance, every check interval; returns the partitions moved."""
+    def maybe_rebalance_leaders(self) -> int:
+        """Kafka's auto leader rebalance, every check interval; returns how many partitions moved."""
         now = self.clock()
         if not self.auto_rebalance or self.next_rebalance_at is None or now < self.next_rebalance_at:
-            return []
+            return 0
         self.next_rebalance_at = now + self.imbalance_check_interval
         return self.rebalance_leaders()
 
-    def rebalance_leaders(self) -> list[tuple[str, int]]:
-        moved = []
+    def rebalance_leaders(self) -> int:
         with transaction.atomic():
             state = self._guard()
-            live = election.live_broker_ids()
-            partitions = list(Partition.objects.select_related("topic"))
-            changes = [(p, election.choose_preferred(p.replicas, p.isr, p.leader, live))
-                       for p in election.imbalanced_partitions(partitions, live, self.imbalance_percent)]
-            moved = [(p.topic.name, p.partition) for p in election.apply_changes(
-                (p, change) for p, change in changes if isinstance(change, election.PartitionState))]
+            moved = election.rebalance_preferred_leaders(election.live_broker_ids(), self.imbalance_percent)
             if moved:
                 metadata.bump(state)
         if moved:
-            log.warning("moved %d partition(s) back to their preferred leaders", len(moved))
+            log.warning("moved %d partition(s) back to their preferred leaders", moved)
         return moved
 
     def maybe_advance_executions(self) -> list[int]:

@@ -3,19 +3,24 @@
 The `choose_*` functions are pure: given a partition's replicas, ISR and leader and the set of live brokers
 they return the partition's next `(leader, isr)`. `apply_change` writes one partition conditionally on the
 epochs it was read at, bumping `leader_epoch` when the leader changes and `partition_epoch` on any change;
-`apply_changes` writes many (a broker failure, an election over the cluster) in a few statements, one per
-distinct outcome. Callers hold `metadata.locked_state()` inside one transaction and bump the metadata
-version if anything changed: a failure moving 30,000 leaderships is one transaction and one metadata version.
+`apply_changes` writes many given partitions (ElectLeaders) in a few statements, one per distinct outcome
+and `CHANGE_CHUNK` partitions; a broker failure, the offline election and the rebalance (`_elect`) decide
+once per distinct partition state and write one UPDATE per outcome, without reading partitions. Callers
+hold `metadata.locked_state()` inside one transaction and bump the metadata version if anything changed: a
+failure moving 30,000 leaderships is one transaction and one metadata version.
 
 Glossary: a broker is *live* when it is registered and `running`; an *eligible* leader is a live ISR member;
 an *unclean* election picks a live replica outside the ISR (may lose acknowledged records).
 """
 
-from collections.abc import Collection, Iterable
+import json
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F, Q, QuerySet, TextField
+from django.db.models.functions import Cast
 
 from controlplane.access import actions
 from controlplane.access.actions import Action
@@ -26,13 +31,17 @@ from controlplane.topics.models import NO_LEADER, Partition, Topic
 
 __all__ = ("PREFERRED", "UNCLEAN", "ElectionResult", "PartitionState", "apply_change", "apply_changes", "audit_states",
            "audit_target", "choose_after_fencing", "choose_leader_for_offline", "choose_preferred", "elect_leaders",
-           "elect_offline_partitions", "election_action", "imbalanced_partitions", "live_broker_ids",
-           "on_broker_gone", "topic_targets", "unclean_allowed")
+           "elect_offline_partitions", "election_action", "live_broker_ids",
+           "on_broker_gone", "rebalance_preferred_leaders", "topic_targets", "unclean_allowed")
 
 PREFERRED = "preferred"
 UNCLEAN = "unclean"
 CHANGE_CHUNK = 500
 """Partition ids per UPDATE in `apply_changes` (SQLite allows 999 parameters per statement by default)."""
+MAX_STATES_BY_CONDITION = 32
+"""`_elect` matches at most this many partition states in the WHERE of its UPDATEs (each costs a comparison
+per row and state), above it it updates by id."""
+UNCLEAN_CONFIG = "unclean.leader.election.enable"
 
 
 @dataclass(frozen=True)
@@ -93,7 +102,7 @@ def live_broker_ids() -> set[int]:
 
 
 def unclean_allowed(topic: Topic) -> bool:
-    return bool(topic.effective_configs()["unclean.leader.election.enable"])
+    return bool(topic.effective_configs()[UNCLEAN_CONFIG])
 
 
 def apply_change(partition: Partition, change: PartitionState) -> bool:
@@ -142,27 +151,6 @@ def apply_changes(changes: Iterable[tuple[Partition, PartitionState]]) -> list[P
             partition.partition_epoch += 1
         changed += partitions
     return changed
-
-
-def imbalanced_partitions(partitions: Iterable[Partition], live: Collection[int], threshold_percent: int
-                          ) -> list[Partition]:
-    """Kafka's auto leader rebalance: partitions to move back to their preferred leader.
-
-    For each broker, the imbalance ratio is the share of the partitions it prefers to lead that it does not
-    lead. Brokers whose ratio exceeds `threshold_percent` get their partitions back where that is possible
-    (the preferred replica is live and in sync).
-    """
-    preferred_by_broker: dict[int, list[Partition]] = {}
-    for p in partitions:
-        if p.replicas:
-            preferred_by_broker.setdefault(p.replicas[0], []).append(p)
-    chosen = []
-    for broker, preferred in preferred_by_broker.items():
-        not_leading = [p for p in preferred if p.leader != broker]
-        if broker in live and len(not_leading) * 100 > threshold_percent * len(preferred):
-            chosen += [p for p in not_leading if isinstance(choose_preferred(p.replicas, p.isr, p.leader, live),
-                                                            PartitionState)]
-    return chosen
 
 
 @dataclass(frozen=True)
@@ -239,36 +227,148 @@ def elect_leaders(election_type: str, targets: list[tuple[str, int]] | None) -> 
 
 
 def _unclean_by_topic() -> dict[int, bool]:
-    """`unclean_allowed` of every topic that overrides any config (the others use the broker default)."""
-    return {topic.pk: unclean_allowed(topic) for topic in Topic.objects.exclude(configs={})}
+    """`unclean_allowed` of every topic that overrides it (the others use the broker default)."""
+    return {topic.pk: unclean_allowed(topic)
+            for topic in Topic.objects.filter(configs__has_key=UNCLEAN_CONFIG).only("id", "configs")}
 
 
-def _election_rows(partitions):
-    """Partition rows with just what an election reads (no topic rows: `_unclean_by_topic`)."""
-    return partitions.only("id", "topic_id", "partition", "replicas", "isr", "leader", "leader_epoch",
-                           "partition_epoch")
+Decide = Callable[[list[int], list[int], int, bool], PartitionState | None]
+"""An election rule: (replicas, ISR, leader, unclean allowed) → the partition's next state, None for none."""
+Outcome = tuple[int, tuple[int, ...], bool]
+"""What an UPDATE writes: the new leader, the new ISR, whether the leader moves (its epoch is incremented)."""
+State = tuple[str, str, int]
+"""(replicas, ISR, leader) as the database holds them: the JSON columns as text."""
+
+
+def _with_state(partitions: QuerySet[Partition]) -> QuerySet[Partition]:
+    return partitions.annotate(replicas_text=Cast("replicas", TextField()), isr_text=Cast("isr", TextField()))
+
+
+def _in_states(partitions: QuerySet[Partition], states: Iterable[State]) -> QuerySet[Partition]:
+    condition = Q()
+    for replicas, isr, leader in states:
+        condition |= Q(replicas_text=replicas, isr_text=isr, leader=leader)
+    return _with_state(partitions).filter(condition)
+
+
+def _write(partitions: QuerySet[Partition], outcome: Outcome) -> int:
+    leader, isr, leader_moves = outcome
+    return partitions.update(leader=leader, isr=list(isr), leader_epoch=F("leader_epoch") + int(leader_moves),
+                             partition_epoch=F("partition_epoch") + 1)
+
+
+def _outcome(decided: PartitionState | None, isr: list[int], leader: int) -> Outcome | None:
+    if decided is None or (decided.leader == leader and decided.isr == tuple(isr)):
+        return None
+    return decided.leader, decided.isr, decided.leader != leader
+
+
+def _states(partitions: QuerySet[Partition]) -> list[tuple[str, str, int, int]]:
+    """The distinct states of `partitions` and how many partitions are in each: (replicas, ISR, leader,
+    count), the JSON columns as the database's text; one GROUP BY."""
+    return list(_with_state(partitions).order_by().values_list("replicas_text", "isr_text", "leader")
+                .annotate(count=Count("id")))
+
+
+def _elect(partitions: QuerySet[Partition], decide: Decide, states: list[tuple[str, str, int, int]] | None = None
+           ) -> int:
+    """Apply `decide` to every partition of `partitions` in a few set-based statements; returns how many
+    partitions changed.
+
+    An election depends only on a partition's state (replicas, ISR, leader) and its topic's
+    `unclean.leader.election.enable`, and a cluster holds few distinct states (3 brokers, RF 3: a dozen
+    or so, whatever the number of partitions). So the distinct states are read with GROUP BY, each is
+    decided once, and each distinct outcome is one UPDATE whose WHERE matches the states leading to it,
+    epochs incremented in SQL: no partition is read into Python. Two cases fall back to updating by id (in
+    chunks of `CHANGE_CHUNK`), still reading only (id, topic, state) tuples: states whose outcome depends on
+    the topic's unclean setting (a topic overrides it, and the whole ISR is gone), and more than
+    `MAX_STATES_BY_CONDITION` changing states (large clusters), where one condition per state would scan
+    the table once per state. `states`: `_states(partitions)` when the caller read them already.
+
+    The rows are not re-checked against the epochs they were read at: the caller's `locked_state()` is the
+    guarantee (every writer of partitions takes it first). The metadata log's triggers note every row an
+    UPDATE changes, as for any other write.
+    """
+    flags, default = _unclean_by_topic(), unclean_allowed(Topic(configs={}))
+    deviating = any(flag != default for flag in flags.values())
+    outcomes: dict[State, Outcome] = {}
+    by_flag: dict[State, dict[bool, Outcome | None]] = {}
+    for replicas_text, isr_text, leader, _ in _states(partitions) if states is None else states:
+        replicas, isr = json.loads(replicas_text), json.loads(isr_text)
+        outcome = _outcome(decide(replicas, isr, leader, default), isr, leader)
+        other = _outcome(decide(replicas, isr, leader, not default), isr, leader) if deviating else outcome
+        if outcome != other:
+            by_flag[replicas_text, isr_text, leader] = {default: outcome, not default: other}
+        elif outcome is not None:
+            outcomes[replicas_text, isr_text, leader] = outcome
+    changed = 0
+    if len(outcomes) <= MAX_STATES_BY_CONDITION:
+        grouped: dict[Outcome, list[State]] = {}
+        for state, outcome in outcomes.items():
+            grouped.setdefault(outcome, []).append(state)
+        for outcome, same in grouped.items():
+            changed += _write(_in_states(partitions, same), outcome)
+    else:
+        by_flag.update((state, {False: outcome, True: outcome}) for state, outcome in outcomes.items())
+    if by_flag:
+        rows = _in_states(partitions, by_flag) if len(by_flag) <= MAX_STATES_BY_CONDITION else \
+            _with_state(partitions)
+        ids: dict[Outcome, list[int]] = {}
+        for pk, topic, *state in rows.order_by().values_list("id", "topic_id", "replicas_text", "isr_text",
+                                                             "leader").iterator(chunk_size=10_000):
+            outcome = by_flag.get(tuple(state), {}).get(flags.get(topic, default))
+            if outcome is not None:
+                ids.setdefault(outcome, []).append(pk)
+        for outcome, pks in ids.items():
+            for start in range(0, len(pks), CHANGE_CHUNK):
+                changed += _write(Partition.objects.filter(pk__in=pks[start:start + CHANGE_CHUNK]), outcome)
+    return changed
+
+
+def rebalance_preferred_leaders(live: Collection[int], threshold_percent: int) -> int:
+    """Kafka's auto leader rebalance; returns how many partitions moved back to their preferred leader.
+
+    A broker's imbalance is the share of the partitions it prefers to lead (it is their first replica) that
+    it does not lead. Live brokers whose imbalance exceeds `threshold_percent` get those partitions back
+    wherever they are in sync (`choose_preferred`). Counted and written per partition state (`_elect`): no
+    partition is read into Python. Caller holds `metadata.locked_state()`.
+    """
+    partitions = Partition.objects.all()
+    states = _states(partitions)
+    preferred: Counter[int] = Counter()
+    not_leading: Counter[int] = Counter()
+    for replicas_text, _, leader, count in states:
+        replicas = json.loads(replicas_text)
+        if replicas:
+            preferred[replicas[0]] += count
+            not_leading[replicas[0]] += count if leader != replicas[0] else 0
+    imbalanced = {b for b in preferred if b in live and not_leading[b] * 100 > threshold_percent * preferred[b]}
+
+    def decide(replicas: list[int], isr: list[int], leader: int, _: bool) -> PartitionState | None:
+        if not replicas or replicas[0] not in imbalanced:
+            return None
+        outcome = choose_preferred(replicas, isr, leader, live)
+        return outcome if isinstance(outcome, PartitionState) else None
+
+    return _elect(partitions, decide, states)
 
 
 def on_broker_gone(broker_id: int, live: Collection[int]) -> bool:
     """`broker_id` was fenced or is shutting down: move its leaderships and drop it from ISRs, in a few
-    statements (`apply_changes`).
+    set-based statements (`_elect`).
 
     Caller holds `metadata.locked_state()`; returns whether any partition changed.
     """
-    unclean, default = _unclean_by_topic(), unclean_allowed(Topic(configs={}))
-    changes = (
-        (p, choose_after_fencing(p.replicas, p.isr, p.leader, broker_id, live, unclean.get(p.topic_id, default)))
-        for p in _election_rows(Partition.objects.all()).iterator(chunk_size=10_000) if broker_id in p.replicas)
-    return bool(apply_changes(changes))
+    def decide(replicas: list[int], isr: list[int], leader: int, unclean: bool) -> PartitionState | None:
+        if broker_id not in replicas:
+            return None
+        return choose_after_fencing(replicas, isr, leader, broker_id, live, unclean)
+
+    return bool(_elect(Partition.objects.all(), decide))
 
 
 def elect_offline_partitions(live: Collection[int]) -> bool:
     """Give every partition without a leader the first live ISR member (or, where the topic allows unclean
     election, any live replica). Caller holds `metadata.locked_state()`; returns whether anything changed."""
-    unclean, default = _unclean_by_topic(), unclean_allowed(Topic(configs={}))
-    changes = []
-    for p in _election_rows(Partition.objects.filter(leader=NO_LEADER)):
-        change = choose_leader_for_offline(p.replicas, p.isr, live, unclean.get(p.topic_id, default))
-        if change is not None:
-            changes.append((p, change))
-    return bool(apply_changes(changes))
+    return bool(_elect(Partition.objects.filter(leader=NO_LEADER),
+                       lambda replicas, isr, _, unclean: choose_leader_for_offline(replicas, isr, live, unclean)))

@@ -9,18 +9,23 @@ share (the Brokers page's skew columns; Cruise Control's "replica / leader / dis
   share − 100 / number of brokers, in percentage points (+ holds more than an even share). With a total of 0
   every share and skew is None. A skew of `SKEWED_PP` or more either way is marked `skewed` (a hint for the
   eye, not an alert).
+
+`report()` gives the same for every registered broker as one JSON-ready dict: what `GET /api/skew/` returns and
+`manage.py broker_skew` prints.
 """
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from controlplane.cluster.models import Broker
 from controlplane.metrics.models import PartitionReplicaSize
 from controlplane.topics.models import Partition
 
-__all__ = ("SKEWED_PP", "BrokerShares", "Share", "current", "shares")
+__all__ = ("MEASURES", "SKEWED_PP", "BrokerShares", "Share", "current", "report", "shares")
 
 SKEWED_PP = 10.0
+MEASURES = ("replicas", "leaders", "bytes")
 
 
 @dataclass(frozen=True)
@@ -75,3 +80,22 @@ def current(brokers: Sequence[int]) -> dict[int, BrokerShares]:
         if (broker, topic, partition) in placed:
             bytes_on_disk[broker] += size
     return shares(brokers, replicas, leaders, bytes_on_disk)
+
+
+def _share_json(share: Share) -> dict:
+    return {"value": share.value, "pct": share.pct, "skew_pp": share.skew, "skewed": share.skewed}
+
+
+def report() -> dict:
+    """Every registered broker's shares (`current`, three queries in all) with its state and rack, the even
+    share (% per broker), the highlighting threshold and the largest |skew| per measure (None when nothing
+    counts), as JSON-ready values (shares in %, skews in percentage points, bytes in bytes)."""
+    brokers = list(Broker.objects.order_by("broker_id").values_list("broker_id", "state", "rack"))
+    shares_now = current([broker_id for broker_id, _, _ in brokers])
+    rows = [{"broker": broker_id, "state": state, "rack": rack or None,
+             **{m: _share_json(getattr(shares_now[broker_id], m)) for m in MEASURES}}
+            for broker_id, state, rack in brokers]
+    largest = {m: max((abs(r[m]["skew_pp"]) for r in rows if r[m]["skew_pp"] is not None), default=None)
+               for m in MEASURES}
+    return {"even_share_pct": 100 / len(brokers) if brokers else None, "skewed_pp": SKEWED_PP,
+            "max_skew_pp": largest, "brokers": rows}

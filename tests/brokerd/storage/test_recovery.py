@@ -113,3 +113,30 @@ def test_unclean_shutdown_recovers_only_from_the_recovery_point(tmp_path, clock)
     manager = LogManager([tmp_path], DEFAULTS, clock)
     manager.startup()
     assert manager.get_log("t", 0).log_end_offset == before[-1][1][-1][0] + 1
+
+
+def test_leader_epochs_are_written_without_fsync_and_recovered_from_the_batches(tmp_path, clock, monkeypatch):
+    """The oracle: the epochs the batches were appended under. A new epoch costs no fsync; `flush` fsyncs the
+    checkpoint; after a crash that lost it, recovery assigns every epoch again from the batch headers."""
+    manager = LogManager([tmp_path], DEFAULTS, clock)
+    manager.startup()
+    log = manager.get_or_create_log("t", 0)
+    appended = []
+    for epoch in (0, 0, 2, 2, 5):
+        info = log.append_as_leader(build_batch([(b"k", b"v" * 60, clock.now_ms())] * 3), epoch)
+        appended.append((epoch, info.first_offset))
+    expected = [(e, o) for i, (e, o) in enumerate(appended) if i == 0 or e != appended[i - 1][0]]
+    fsynced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (fsynced.append(os.readlink(f"/proc/self/fd/{fd}")),
+                                                 real_fsync(fd)))
+    log.leader_epoch_cache.assign(7, log.log_end_offset)  # what becoming leader at epoch 7 does
+    assert fsynced == []
+    log.flush()
+    assert str(log.leader_epoch_cache.path) in fsynced
+    monkeypatch.undo()
+    manager.handles.clear()
+    (tmp_path / "t-0" / "leader-epoch-checkpoint").unlink()  # lost in the crash
+    manager, log = reopen(tmp_path, clock, clean=False)
+    assert log.leader_epoch_cache.entries() == expected
+    manager.shutdown()

@@ -5,11 +5,13 @@ consumer group reading; the executor (REST) (a) raises a topic's RF from 2 to 3,
 the loaded one onto the new broker with a 2 MB/s throttle, in batches of at most 4 moves per broker, (c)
 decommissions broker 2 while a source broker is SIGKILLed and restarted mid-copy, (d) cancels a move half-way.
 After each: every acknowledged record once in the log, the group saw every one, the replicas byte-identical up
-to the high watermark, the removed replicas' directories gone, no throttle config left.
+to the high watermark, the removed replicas' directories gone, no throttle config left. The same checks end an
+execution during which the control plane (web and controller) was SIGKILLed mid-copy and started again.
 
 Then kafka-python's admin client moves a partition from brokers 1, 2 to 3, 4 while the producer keeps writing,
 and a reassignment that cannot finish (its new replica's broker is down) is listed and cancelled over the wire,
-with Kafka's errors for a bad target and for cancelling nothing; and the copy rate under a 2 MB/s throttle.
+with Kafka's errors for a bad target and for cancelling nothing; the same calls from sarama 1.45's ClusterAdmin (Go,
+built offline from Debian trixie's packages); and the copy rate under a 2 MB/s throttle.
 The module shares one cluster: its 4th broker starts in the acceptance test, so run the module in file order."""
 
 import json
@@ -33,6 +35,7 @@ from tests.integration.cluster.workload import (
     end_of_acknowledged,
     replica_bytes,
 )
+from tests.support.clients import run_client, sarama_admin_client
 from tests.support.cluster import Cluster, broker_cluster
 from tests.support.controlplane import ADMIN_PASSWORD, ADMIN_USER, ControlPlane, control_plane
 from tests.support.polling import wait_until
@@ -82,10 +85,10 @@ def fill(cluster: Cluster, topic: str, partition: int, size: int) -> None:
 class Rest:
     """The public REST API as the local admin (an API token)."""
 
-    def __init__(self, plane: ControlPlane):
+    def __init__(self, plane: ControlPlane, token_name: str):
         self.url = plane.url + "/api"
         status, body = self._call("POST", "/token/", {"username": ADMIN_USER, "password": ADMIN_PASSWORD,
-                                                      "name": "acceptance"}, token=None)
+                                                      "name": token_name}, token=None)
         assert status == 200, body
         self.token = body["token"]
 
@@ -207,7 +210,7 @@ def test_acceptance_rf_spread_decommission_under_sigkill_and_cancel(cluster4, to
     cluster.create_topic(spread, assignments=[[1 + p % 3, 1 + (p + 1) % 3] for p in range(SPREAD_PARTITIONS)])
     for partition in range(SPREAD_PARTITIONS):
         fill(cluster, spread, partition, SPREAD_BYTES)
-    rest = Rest(cluster.plane)
+    rest = Rest(cluster.plane, topic_name)
     producer = AckingProducer(cluster.bootstrap, load, rate_per_s=300).start()
     reader = GroupReader(cluster.bootstrap, load, f"{topic_name}-group")
     started = time.monotonic()
@@ -272,6 +275,65 @@ def test_acceptance_rf_spread_decommission_under_sigkill_and_cancel(cluster4, to
         reader.stop()
 
 
+RESTART_BYTES = 600_000
+"""Each partition moved across the control-plane restart: 3 s of copying at its 200 KB/s throttle."""
+
+
+@pytest.mark.slow
+def test_an_execution_carries_on_through_a_control_plane_restart(four_brokers, topic_name):
+    """The executor's state is in the database: the control plane (web and controller) is SIGKILLed while a
+    throttled move copies and another waits its turn, and started again (the controller first); the new
+    controller fences no broker and finishes the execution, and the step ends as the acceptance run's do (every
+    acknowledged record once, seen by the group, replicas identical, removed directories gone, no throttle left)."""
+    cluster = four_brokers
+    load, big = f"{topic_name}-load", f"{topic_name}-big"
+    cluster.create_topic(load, assignments=[[1, 2]], configs={"min.insync.replicas": "2"})
+    cluster.create_topic(big, assignments=[[1, 2], [1, 2]])
+    for partition in range(2):
+        fill(cluster, big, partition, RESTART_BYTES)
+    rest = Rest(cluster.plane, topic_name)
+    producer = AckingProducer(cluster.bootstrap, load, rate_per_s=300).start()
+    reader = GroupReader(cluster.bootstrap, load, f"{topic_name}-group")
+    try:
+        wait_for_progress(producer)
+        plan = [{"topic": load, "partition": 0, "replicas": [2, 3]}]
+        plan += [{"topic": big, "partition": p, "replicas": [3, 4]} for p in range(2)]
+        execution = rest.execute({"partitions": plan, "throttle": 200_000, "max_moves_per_broker": 1})
+        copying = wait_until(lambda: next((t for t in rest.execution(execution["id"])["tasks"]
+                                           if t["topic"] == big and t["state"] == "copying"), None),
+                             90, interval_s=0.05, message=f"a {big} partition copying")
+        copy = cluster.brokers[3].log_dir / f"{big}-{copying['partition']}"
+        wait_until(lambda: log_bytes(copy) >= RESTART_BYTES * 0.2, 30, interval_s=0.05,
+                   message="the copy to broker 3 to be under way")
+        before = rest.execution(execution["id"])
+        assert [t["state"] for t in before["tasks"] if t["topic"] == big] in (["copying", "pending"],
+                                                                                ["pending", "copying"]), before
+        assert cluster.partition_state(big, copying["partition"])["adding_replicas"] == [3, 4]
+        epoch = cluster.plane.controller_state()[0]
+
+        cluster.plane.kill_web()
+        cluster.plane.kill_controller()
+        killed_at = log_bytes(copy)
+        # The controller first: it takes the lease over while no heartbeat can reach the web process yet, and must
+        # not fence the brokers for it.
+        cluster.plane.start_controller()
+        cluster.plane.wait_for_controller(min_epoch=epoch + 1)
+        cluster.plane.start_web()
+        assert {b["broker_id"]: b["state"] for b in cluster.plane.metadata()["brokers"]} == {
+            b: "running" for b in cluster.brokers}
+        print(f"\ncontrol plane SIGKILLed with {killed_at / RESTART_BYTES:.0%} of {big}-{copying['partition']} "
+              f"copied, the other {big} move pending; controller epoch {epoch} -> "
+              f"{cluster.plane.controller_state()[0]}")
+
+        done = rest.wait_finished(execution["id"], 120)
+        assert done["state"] == "completed", done
+        assert [t["state"] for t in done["tasks"]] == ["done"] * 3, done["tasks"]
+        check_step("control plane restarted mid-copy", cluster, producer, reader, load, done["tasks"], {big})
+    finally:
+        producer.stop()
+        reader.stop()
+
+
 #
 # Kafka's Admin API and the throttle
 #
@@ -323,6 +385,56 @@ def test_move_a_partition_under_load_then_cancel_one_over_the_wire(four_brokers,
     assert copies[3], "no data below the high watermark"
     print(f"\nmoved {topic_name}-0 from [1, 2] to [3, 4] under load: {len(producer.acks)} records acknowledged, "
           f"{len(copies[3])} bytes per replica below HW {hw}")
+
+
+INVALID_REPLICA_ASSIGNMENT, UNKNOWN_TOPIC_OR_PARTITION, NO_REASSIGNMENT_IN_PROGRESS = 39, 3, 85
+"""Kafka's error codes, as sarama reports them."""
+
+
+@pytest.mark.slow
+def test_sarama_cluster_admin_moves_lists_and_cancels(four_brokers, topic_name):
+    """sarama's ClusterAdmin (1.45, Debian trixie's golang-github-ibm-sarama-dev): AlterPartitionReassignments
+    moves a partition with data from [1, 2] to [3, 4]; a move that cannot finish (its new replica's broker is down)
+    is listed by ListPartitionReassignments and cancelled with a nil target; Kafka's errors for a bad target, an
+    unknown topic and cancelling nothing."""
+    cluster = four_brokers
+    client = sarama_admin_client()
+    cluster.create_topic(topic_name, assignments=[[1, 2]])
+    fill(cluster, topic_name, 0, 200_000)
+
+    def sarama(*call: str, topic: str = topic_name) -> dict:
+        run = run_client([str(client), "-brokers", cluster.bootstrap, "-topic", topic, *call], timeout_s=60)
+        assert run.returncode == 0 and len(run.steps) == 1, run.output
+        return run.steps[0]
+
+    assert sarama("alter", "3,4") == {"ok": True, "codes": []}
+    moved = wait_until(lambda: (lambda s: s if s["replicas"] == [3, 4] and not s["adding_replicas"] else None)(
+        cluster.partition_state(topic_name, 0)), 60, message="the reassignment to complete")
+    assert moved["leader"] == 3
+    assert sarama("list") == {"ok": True, "codes": []}
+    wait_until(lambda: identical_up_to_hw(cluster, topic_name, 0), 30, message="the new replicas to converge")
+    assert watermark(cluster, topic_name, 0) > 0
+    for gone in (1, 2):
+        wait_until(lambda b=gone: not (cluster.brokers[b].log_dir / f"{topic_name}-0").exists(), 30,
+                   message=f"broker {gone} to delete its removed replica")
+
+    cluster.stop(2)  # (broker 1, the controller admin clients talk to, stays up)
+    try:
+        assert sarama("alter", "3,4,2") == {"ok": True, "codes": []}
+        listed = sarama("list")
+        assert listed["reassignments"] == {"0": {"replicas": [3, 4, 2], "adding": [2], "removing": []}}, listed
+        refused = sarama("alter", "3,9")
+        assert (refused["ok"], refused["codes"]) == (False, [INVALID_REPLICA_ASSIGNMENT]), refused
+        unknown = sarama("alter", "1,2", topic=f"{topic_name}-missing")
+        assert (unknown["ok"], unknown["codes"]) == (False, [UNKNOWN_TOPIC_OR_PARTITION]), unknown
+        assert sarama("cancel") == {"ok": True, "codes": []}
+        assert sarama("list") == {"ok": True, "codes": []}
+        nothing = sarama("cancel")
+        assert (nothing["ok"], nothing["codes"]) == (False, [NO_REASSIGNMENT_IN_PROGRESS]), nothing
+        state = cluster.partition_state(topic_name, 0)
+        assert (state["replicas"], state["adding_replicas"], state["removing_replicas"]) == ([3, 4], [], [])
+    finally:
+        cluster.start(2)
 
 
 THROTTLE = 2_000_000

@@ -34,10 +34,11 @@ def end_of_acknowledged(acks: list[Ack]) -> int:
 
 @dataclass
 class AckingProducer:
-    """Produces "0", "1", … to partition 0 of `topic` from a thread; `acks` grows in delivery order."""
+    """Produces "0", "1", … to one partition of `topic` from a thread; `acks` grows in delivery order."""
 
     bootstrap: str
     topic: str
+    partition: int = 0
     acks: list[Ack] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -70,7 +71,7 @@ class AckingProducer:
             if ahead_s > 0:
                 producer.poll(min(ahead_s, 0.05))  # pacing the load: serve delivery reports meanwhile
             elif value - len(self.acks) - len(self.errors) < MAX_OUTSTANDING:
-                producer.produce(self.topic, str(value).encode(), partition=0, on_delivery=delivered)
+                producer.produce(self.topic, str(value).encode(), partition=self.partition, on_delivery=delivered)
                 value += 1
                 self.sent = value
                 producer.poll(0)
@@ -93,11 +94,11 @@ class AckingProducer:
         return first.at - at
 
 
-def consume_all(bootstrap: str, topic: str, end_offset: int) -> list[tuple[int, int]]:
-    """(offset, value) of every record of partition 0 below `end_offset`."""
+def consume_all(bootstrap: str, topic: str, end_offset: int, partition: int = 0) -> list[tuple[int, int]]:
+    """(offset, value) of every record of `partition` below `end_offset`."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "audit", "enable.auto.commit": False,
                          "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
     records: list[tuple[int, int]] = []
     deadline = time.monotonic() + 60
     try:

@@ -176,3 +176,32 @@ class ExecutionSerializer(_ProgressFields):
 
 class ExecutionDetailSerializer(ExecutionSerializer):
     tasks = ReassignmentTaskSerializer(many=True)
+
+
+class ShareSerializer(serializers.Serializer):
+    value = serializers.IntegerField(help_text="the broker's count (bytes for `bytes`)")
+    pct = serializers.FloatField(allow_null=True, help_text="share of the total, %; null if the total is 0")
+    skew_pp = serializers.FloatField(allow_null=True, help_text="pct minus the even share, percentage points")
+    skewed = serializers.BooleanField(help_text="|skew_pp| >= skewed_pp")
+
+
+class BrokerSkewSerializer(serializers.Serializer):
+    broker = serializers.IntegerField()
+    state = serializers.CharField()
+    rack = serializers.CharField(allow_null=True)
+    replicas = ShareSerializer()
+    leaders = ShareSerializer()
+    bytes = ShareSerializer(help_text="bytes on disk from the latest replica size samples")
+
+
+class MaxSkewSerializer(serializers.Serializer):
+    replicas = serializers.FloatField(allow_null=True)
+    leaders = serializers.FloatField(allow_null=True)
+    bytes = serializers.FloatField(allow_null=True)
+
+
+class SkewReportSerializer(serializers.Serializer):
+    even_share_pct = serializers.FloatField(allow_null=True, help_text="100 / number of brokers")
+    skewed_pp = serializers.FloatField(help_text="the skew, in percentage points, from which a share is marked")
+    max_skew_pp = MaxSkewSerializer(help_text="the largest |skew_pp| per measure")
+    brokers = BrokerSkewSerializer(many=True)

@@ -12,7 +12,7 @@ from controlplane.access.actions import Action
 from controlplane.access.rest import ActionViewMixin
 from controlplane.core.errors import KafkaApiError
 
-from .. import election, executor, plans, proposals, reassignment, throttles
+from .. import election, executor, plans, proposals, reassignment, skew, throttles
 from ..models import ReassignmentExecution
 from .serializers import (
     CancelSerializer,
@@ -26,6 +26,7 @@ from .serializers import (
     PartitionResultSerializer,
     ProposalSerializer,
     ReassignmentSerializer,
+    SkewReportSerializer,
     VerificationSerializer,
     VerifyPlanSerializer,
 )
@@ -192,6 +193,15 @@ class ProposalView(APIView):
             "goal": query.get("goal"), "moves": moves, "replica_moves": proposal.replica_moves,
             "bytes_to_move": proposal.bytes_to_move, "brokers": loads,
             "plan": [asdict(e) for e in proposals.plan_entries(proposal)]}).data)
+
+
+class SkewView(APIView):
+    """Each registered broker's share of the cluster's replicas, leaders and bytes on disk, and its skew from an
+    even share in percentage points (`controller.skew`; the console's Brokers page columns)."""
+
+    @extend_schema(responses=SkewReportSerializer)
+    def get(self, request):
+        return Response(SkewReportSerializer(skew.report()).data)
 
 
 class ReassignmentExecutionViewSet(ActionViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,

@@ -1,0 +1,93 @@
+"""How the replica manager applies an image. It creates the logs an image brings: a few in place (the replica
+exists when the image is applied), many on a worker thread (the event loop keeps serving; the replicas appear once
+their logs are durable), and a log whose replica left the image while it was being created is deleted, not left
+behind. A change visits only the replicas of the topics it changed (a delta shares the others)."""
+
+import asyncio
+import dataclasses
+import uuid
+
+from brokerd.clock import ManualClock
+from brokerd.metadata.image import BrokerEndpoint, ClusterImage, PartitionAssignment, TopicMetadata
+from brokerd.replication.replica_manager import CREATE_OFF_LOOP_MIN_LOGS, ReplicaManager
+from brokerd.storage import LogManager, topic_id_file
+from tests.brokerd.groups.stack import ScriptedMetadata
+
+BROKERS = (BrokerEndpoint(1, "127.0.0.1", 1),)
+MANY = CREATE_OFF_LOOP_MIN_LOGS * 3
+
+
+def image(partitions: dict[str, int]) -> ClusterImage:
+    topics = {name: TopicMetadata(name, str(uuid.uuid5(uuid.NAMESPACE_OID, name)),
+                                  tuple(PartitionAssignment(p, 1, 0, (1,), (1,), 0) for p in range(count)))
+              for name, count in partitions.items()}
+    return ClusterImage("cluster", 1, BROKERS, topics)
+
+
+async def until(condition, timeout_s: float = 10.0) -> None:
+    async with asyncio.timeout(timeout_s):
+        while not condition():
+            await asyncio.sleep(0.005)
+
+
+def run(tmp_path, scenario) -> None:
+    async def main():
+        logs = LogManager([tmp_path / "logs"], {}, ManualClock())
+        logs.startup()
+        metadata = ScriptedMetadata(image({}))
+        replicas = ReplicaManager(logs, metadata, node_id=1, clock=ManualClock())
+        replicas.start()
+        try:
+            await scenario(logs, metadata, replicas)
+        finally:
+            await replicas.stop()
+            logs.shutdown()
+
+    asyncio.run(main())
+
+
+def test_few_new_logs_are_created_in_place_many_off_the_loop(tmp_path):
+    async def scenario(logs, metadata, replicas):
+        metadata.set_image(image({"few": CREATE_OFF_LOOP_MIN_LOGS - 1}))
+        assert replicas.leader_partition("few", 0).is_leader
+        metadata.set_image(image({"few": CREATE_OFF_LOOP_MIN_LOGS - 1, "many": MANY}))
+        assert replicas.replica("many", 0) is None  # being created: the loop was not held for it
+        await until(lambda: all(replicas.replica("many", p) is not None for p in range(MANY)))
+        assert all(replicas.leader_partition("many", p).is_leader for p in range(MANY))
+        topic_id = uuid.uuid5(uuid.NAMESPACE_OID, "many")
+        assert all(topic_id_file.read(logs.get_log("many", p).dir) == topic_id for p in range(MANY))
+
+    run(tmp_path, scenario)
+
+
+def test_a_log_whose_topic_left_while_it_was_created_is_deleted(tmp_path):
+    async def scenario(logs, metadata, replicas):
+        metadata.set_image(image({"gone": MANY}))
+        metadata.set_image(image({"kept": 1}))  # deleted before its logs were created
+        await until(lambda: not replicas._creations)
+        assert [tp for tp, _ in logs.logs()] == [("kept", 0)]
+        assert sorted(p.name for p in (tmp_path / "logs").iterdir() if p.is_dir()) == ["kept-0"]
+
+    run(tmp_path, scenario)
+
+
+def test_a_change_visits_only_the_replicas_of_the_topics_it_changed(tmp_path, monkeypatch):
+    async def scenario(logs, metadata, replicas):
+        metadata.set_image(image({"a": 3, "b": 3}))
+        visited = []
+        real = ReplicaManager._become_leader
+        monkeypatch.setattr(ReplicaManager, "_become_leader",
+                            lambda self, partition, assignment: (visited.append(partition.key),
+                                                                 real(self, partition, assignment)))
+        before = metadata.image
+        moved = dataclasses.replace(before.topics["a"].partitions[1], leader_epoch=1)
+        a = dataclasses.replace(before.topics["a"], partitions=(before.topics["a"].partitions[0], moved,
+                                                                before.topics["a"].partitions[2]))
+        metadata.set_image(dataclasses.replace(before, topics={"a": a, "b": before.topics["b"]}))
+        assert sorted(visited) == [("a", 0), ("a", 1), ("a", 2)]
+        assert replicas.leader_partition("a", 1).leader_epoch == 1
+        visited.clear()
+        metadata.set_image(dataclasses.replace(metadata.image, brokers=(*BROKERS, BrokerEndpoint(2, "h", 2))))
+        assert len(visited) == 6  # a broker changed: every replica is looked at again
+
+    run(tmp_path, scenario)

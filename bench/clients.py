@@ -15,7 +15,8 @@ loading in Kafka's JVM, the request schemas of each version in Strom). BENCH_WAR
 cold broker.
 
 Environment: BENCH_RECORDS (default 1000000), BENCH_PEERS (comma list, default
-strom,strom-rf3,tansu,redis,kafka), KAFKA_HOME (enables Apache Kafka).
+strom,strom-rf3,tansu,redis,kafka), BENCH_PARTITIONS (comma list of partition counts, default 1,8: one row pair
+per count, e.g. 8 alone to repeat only the rows an A/B is about), KAFKA_HOME (enables Apache Kafka).
 """
 
 import contextlib
@@ -30,7 +31,7 @@ from bench.peers.kafka_protocol import apache_kafka, strom, strom_rf3, tansu
 from bench.peers.redis_streams import redis_streams
 
 RECORD_BYTES = 1024
-PARTITION_COUNTS = (1, 8)
+PARTITION_COUNTS = tuple(int(n) for n in os.environ.get("BENCH_PARTITIONS", "1,8").split(","))
 TIMEOUT_S = 300
 WARMUP_RECORDS = int(os.environ.get("BENCH_WARMUP_RECORDS", "10000"))
 

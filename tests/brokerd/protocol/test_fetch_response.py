@@ -3,13 +3,11 @@ version 0-17 the encoded body decodes with kio's schema of that version into the
 byte-identical to kio's own encoding of that entity."""
 
 import datetime
-import io
 import uuid
 
 import pytest
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
 
 from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.api_versions import SUPPORTED_APIS
@@ -21,6 +19,7 @@ from brokerd.protocol.fetch_response import (
     encode_fetch_response,
 )
 from brokerd.protocol.responses import MessageSchema
+from tests.brokerd.protocol.kio_oracle import assert_laid_out_as_kio
 
 FETCH = SUPPORTED_APIS[ApiKey.FETCH]
 TOPIC_ID = uuid.UUID("6a1f0c1e-1c2b-4d4e-8f00-112233445566")
@@ -78,16 +77,7 @@ def laid_out(version: int) -> bytes:
 
 @pytest.mark.parametrize("version", range(FETCH.min_version, FETCH.max_version + 1))
 def test_every_version_decodes_with_kio_and_matches_kios_encoding(version):
-    body = laid_out(version)
-    response_type = load_response_schema(ApiKey.FETCH, version)
-    offset = 1 if response_type.__flexible__ else 0  # the response header's tag section (header v1)
-    decoded, used = entity_reader(response_type)(body, offset)
-    assert offset + used == len(body)
-    want = expected(version)
-    assert decoded == want
-    encoded = io.BytesIO()
-    entity_writer(response_type)(encoded, want)
-    assert body[offset:] == encoded.getvalue()
+    assert_laid_out_as_kio(ApiKey.FETCH, version, laid_out(version), expected(version))
 
 
 def test_v11_round_trips_through_the_replica_fetchers_decoder():

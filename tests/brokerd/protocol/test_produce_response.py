@@ -3,18 +3,18 @@ version 0-11 the body decodes with kio's schema of that version into the entity 
 version lacks dropped), and is byte-identical to kio's own encoding of that entity."""
 
 import datetime
-import io
 
 import pytest
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
 from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.api_versions import SUPPORTED_APIS
 from brokerd.protocol.layout import NodeEndpoint
 from brokerd.protocol.produce_response import PartitionResult, encode_produce_response
 from brokerd.protocol.responses import MessageSchema
+from tests.brokerd.protocol.kio_oracle import assert_laid_out_as_kio
 
 PRODUCE = SUPPORTED_APIS[ApiKey.PRODUCE]
 APPENDED_AT_MS = 1_700_000_000_123
@@ -63,15 +63,7 @@ def expected(version: int) -> object:
 @pytest.mark.parametrize("version", range(PRODUCE.min_version, PRODUCE.max_version + 1))
 def test_every_version_decodes_with_kio_and_matches_kios_encoding(version):
     body = encode_produce_response(version, TOPICS, ENDPOINTS)
-    response_type = load_response_schema(ApiKey.PRODUCE, version)
-    offset = 1 if response_type.__flexible__ else 0  # the response header's tag section (header v1)
-    decoded, used = entity_reader(response_type)(body, offset)
-    assert offset + used == len(body)
-    want = expected(version)
-    assert decoded == want
-    encoded = io.BytesIO()
-    entity_writer(response_type)(encoded, want)
-    assert body[offset:] == encoded.getvalue()
+    assert_laid_out_as_kio(ApiKey.PRODUCE, version, body, expected(version))
 
 
 def test_no_leader_moved_means_no_endpoints_and_no_current_leader_tags():

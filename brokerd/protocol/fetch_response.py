@@ -103,11 +103,9 @@ FLEXIBLE_VERSION = 12
 TOPIC_ID_VERSION = 13
 NODE_ENDPOINTS_VERSION = 16
 NO_PREFERRED_READ_REPLICA = -1
-_I64 = struct.Struct(">q")
 _TOP_V7 = struct.Struct(">ihi")
 _PARTITION_HEAD = struct.Struct(">ihq")
 _EPOCH_END = struct.Struct(">iqb")
-_LEADER = struct.Struct(">iib")
 _DIVERGING_EPOCH_TAG, _CURRENT_LEADER_TAG = 0, 1
 _NODE_ENDPOINTS_TAG = 0
 
@@ -162,9 +160,9 @@ def encode_fetch_response(version: int, topics: Sequence[TopicAnswer], node_endp
         for p in topic.partitions:
             head += _PARTITION_HEAD.pack(p.index, p.error_code, p.high_watermark)
             if version >= 4:
-                head += _I64.pack(p.last_stable_offset)
+                head += layout.I64.pack(p.last_stable_offset)
                 if version >= 5:
-                    head += _I64.pack(p.log_start_offset)
+                    head += layout.I64.pack(p.log_start_offset)
                 head += layout.array_length(0, flexible)
             if version >= 11:
                 head += _I32.pack(NO_PREFERRED_READ_REPLICA)
@@ -184,7 +182,7 @@ def encode_fetch_response(version: int, topics: Sequence[TopicAnswer], node_endp
                 if p.diverging_epoch is not None:
                     tags.append((_DIVERGING_EPOCH_TAG, _EPOCH_END.pack(*p.diverging_epoch, 0)))
                 if p.current_leader is not None:
-                    tags.append((_CURRENT_LEADER_TAG, _LEADER.pack(*p.current_leader, 0)))
+                    tags.append((_CURRENT_LEADER_TAG, layout.CURRENT_LEADER.pack(*p.current_leader, 0)))
                 head += layout.tags(tags)
         if flexible:
             head += layout.NO_TAGS

@@ -12,6 +12,8 @@ I32 = struct.Struct(">i")
 I64 = struct.Struct(">q")
 NO_TAGS = b"\0"
 """An empty tagged-field section."""
+CURRENT_LEADER = struct.Struct(">iib")
+"""KIP-951's LeaderIdAndEpoch tagged value: leader id, leader epoch, an empty tagged-field section."""
 _NULL_STRING = I16.pack(-1)
 
 

@@ -23,14 +23,22 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from brokerd.protocol.layout import I32, NO_TAGS, NodeEndpoint, array_length, node_endpoints, nullable_string, string
+from brokerd.protocol.layout import (
+    CURRENT_LEADER,
+    I32,
+    I64,
+    NO_TAGS,
+    NodeEndpoint,
+    array_length,
+    node_endpoints,
+    nullable_string,
+    string,
+)
 from brokerd.protocol.layout import tags as tagged
 
 FLEXIBLE_VERSION = 9
 CURRENT_LEADER_VERSION = 10
 _PARTITION_HEAD = struct.Struct(">ihq")
-_I64 = struct.Struct(">q")
-_LEADER = struct.Struct(">iib")
 _CURRENT_LEADER_TAG = 0
 _NODE_ENDPOINTS_TAG = 0
 _NO_THROTTLE = I32.pack(0)
@@ -66,9 +74,9 @@ def encode_produce_response(version: int, topics: Sequence[tuple[str, Sequence[P
         for p in partitions:
             out += _PARTITION_HEAD.pack(p.index, p.error_code, p.base_offset)
             if version >= 2:
-                out += _I64.pack(p.log_append_time_ms)
+                out += I64.pack(p.log_append_time_ms)
             if version >= 5:
-                out += _I64.pack(p.log_start_offset)
+                out += I64.pack(p.log_start_offset)
             if version >= 8:
                 out += array_length(len(p.record_errors), flexible)
                 for batch_index, message in p.record_errors:
@@ -77,7 +85,7 @@ def encode_produce_response(version: int, topics: Sequence[tuple[str, Sequence[P
                         out += NO_TAGS
                 out += nullable_string(p.error_message, flexible)
             if flexible:
-                out += (tagged([(_CURRENT_LEADER_TAG, _LEADER.pack(*p.current_leader, 0))])
+                out += (tagged([(_CURRENT_LEADER_TAG, CURRENT_LEADER.pack(*p.current_leader, 0))])
                         if p.current_leader is not None and version >= CURRENT_LEADER_VERSION else NO_TAGS)
         if flexible:
             out += NO_TAGS

@@ -249,9 +249,9 @@ def connection_limits(properties: Mapping[str, str]) -> ConnectionLimits:
         if not item.strip():
             continue
         host, sep, count = item.strip().rpartition(":")
-        if not sep or not host or not count.strip().isdigit():
+        if not sep or not host or not re.fullmatch(r"[0-9]+", count.strip()):
             raise ConfigError(f"max.connections.per.ip.overrides: '{item.strip()}' is not host:count")
-        overrides[host.strip("[]")] = int(count)
+        overrides[host.strip("[]")] = int(count.strip())
     per_ip = _int(properties, "max.connections.per.ip", defaults.max_connections_per_ip)
     if per_ip == 0 and not overrides:
         raise ConfigError("max.connections.per.ip: 0 admits nobody unless max.connections.per.ip.overrides "

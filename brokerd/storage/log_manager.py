@@ -80,7 +80,7 @@ def partition_dir_name(topic: str, partition: int) -> str:
 
 def parse_partition_dir(name: str) -> TopicPartition | None:
     topic, sep, partition = name.rpartition("-")
-    if not sep or not topic or not partition.isdigit():
+    if not sep or not topic or not partition.isdecimal():
         return None
     return topic, int(partition)
 

@@ -172,8 +172,8 @@ def retry_delay_s(attempts_made: int, retry_after_s: float | None = None,
 def _retry_after_s(value: str | None) -> float | None:
     if not value:
         return None
-    if value.strip().isdigit():
-        return float(value)
+    if value.strip().isdecimal():
+        return float(value.strip())
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -223,7 +223,7 @@ class TopicProduceView(ActionView):
         try:
             with self.audited_change() as change:
                 written = produce(name, request.POST.get("value", "").encode(), key.encode() if key else None,
-                                  headers, int(partition) if partition.isdigit() else None)
+                                  headers, int(partition) if partition.isdecimal() else None)
                 change.after = {"partition": written.partition, "offset": written.offset}
         except KafkaApiError as e:
             messages.error(request, f"{e.error}: {e.message}")

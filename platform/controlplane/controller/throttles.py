@@ -51,7 +51,7 @@ def _merged(existing: str | None, added: set[tuple[int, int]]) -> str:
     pairs = set(added)
     for item in (existing or "").split(","):
         partition, _, broker = item.strip().partition(":")
-        if partition.isdigit() and broker.isdigit():
+        if partition.isdecimal() and broker.isdecimal():
             pairs.add((int(partition), int(broker)))
     return format_replicas(pairs)
 

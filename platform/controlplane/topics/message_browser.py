@@ -323,15 +323,15 @@ def _int(params: Mapping[str, str], name: str, default: int) -> int:
     if raw.strip() == "":
         return default
     try:
-        return int(raw)
+        return int(raw.strip())
     except ValueError:
         raise KafkaApiError("INVALID_REQUEST", f"{name} must be a whole number, not {raw!r}") from None
 
 
 def _timestamp_ms(raw: str, zone: str) -> int:
     """Milliseconds since the epoch, or ISO 8601 (without an offset: in `zone`, an IANA name)."""
-    if raw.strip().lstrip("-").isdigit():
-        return int(raw)
+    if raw.strip().lstrip("-").isdecimal():
+        return int(raw.strip())
     try:
         moment = datetime.datetime.fromisoformat(raw.strip())
         if moment.tzinfo is None:

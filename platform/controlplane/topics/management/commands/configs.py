@@ -64,7 +64,7 @@ class Command(ActorCommand):
                                "dynamic broker configs to alter")
         brokers = Broker.objects.order_by("broker_id")
         if name is not None:
-            brokers = brokers.filter(broker_id=int(name) if name.isdigit() else -1)
+            brokers = brokers.filter(broker_id=int(name) if name.isdecimal() else -1)
             if not brokers.exists():
                 raise KafkaApiError("BROKER_ID_NOT_REGISTERED", f"Broker {name} is not registered")
         for broker in brokers:

@@ -13,13 +13,18 @@
 - Responses are compressed (Flask-Compress: zstd, br or gzip, as the browser accepts). Immutable ones —
   component suites under fingerprinted URLs and assets stamped `?m=<mtime>` — are compressed once per process
   and may be cached by the browser for a year.
+- Those files are code and style, the same for every user (`is_code`): the host may serve them without a login,
+  and its other pages may prefetch them (`bundle_urls`), so that the dashboard's first open after logging in
+  finds them in the browser's cache instead of fetching and compiling them while the user waits.
 
 Dash keeps its resource lists per library module, so `load_lean` changes them for every app in the process
 (there is one: see `source`).
 """
 
+import re
 import threading
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import flask
 from dash import Dash, dash_table, dcc
@@ -40,14 +45,25 @@ def _load_unused_chunks_on_demand() -> None:
             resource["async"] = "lazy"
 
 
-def _is_immutable(request: flask.Request) -> bool:
+CODE_PATHS = ("/_dash-component-suites/", "/assets/")
+
+
+def is_code(path: str) -> bool:
+    """`path` (under the app's prefix) serves a component suite or an asset: code and style every page loads,
+    the same for every user, no cluster data. A path climbing out of them (`..`) is not."""
+    return path.startswith(CODE_PATHS) and ".." not in path.split("/")
+
+
+def _is_immutable_url(path: str, query: dict) -> bool:
     """A component suite under a fingerprinted URL (Dash answers it with a year's max-age) or an `?m=`-stamped
     asset: its URL changes whenever its content does."""
-    if request.method != "GET":
-        return False
-    if "/_dash-component-suites/" in request.path:
-        return check_fingerprint(request.path.split("/_dash-component-suites/", 1)[1])[1]
-    return "/assets/" in request.path and "m" in request.args
+    if "/_dash-component-suites/" in path:
+        return check_fingerprint(path.split("/_dash-component-suites/", 1)[1])[1]
+    return "/assets/" in path and "m" in query
+
+
+def _is_immutable(request: flask.Request) -> bool:
+    return request.method == "GET" and _is_immutable_url(request.path, request.args)
 
 
 class _CompressedOnce:
@@ -89,6 +105,15 @@ def _preload_layout(app: Dash) -> None:
     links = "".join(f'<link rel="preload" href="{prefix}{path}" as="fetch" crossorigin="anonymous">'
                     for path in ("_dash-layout", "_dash-dependencies"))
     app.index_string = app.index_string.replace("{%metas%}", "{%metas%}" + links, 1)
+
+
+def bundle_urls(app: Dash) -> tuple[str, ...]:
+    """The immutable scripts and stylesheets the app's pages load, in the order they load them (URLs under the
+    app's `requests_pathname_prefix`): what a page outside the dashboard may prefetch."""
+    html = app.server.test_client().get("/").get_data(as_text=True)
+    urls = (script or sheet for script, sheet in re.findall(
+        r'<script src="([^"]+)"|<link rel="stylesheet" href="([^"]+)"', html))
+    return tuple(url for url in urls if _is_immutable_url(urlsplit(url).path, parse_qs(urlsplit(url).query)))
 
 
 def load_lean(app: Dash) -> None:

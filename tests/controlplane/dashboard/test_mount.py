@@ -63,6 +63,37 @@ def test_anonymous_dash_requests_are_refused():
     assert client.post("/dashboard/_dash-update-component", json={}).status_code == 401
 
 
+def test_the_dashboards_code_and_style_need_no_login_and_nothing_else_does():
+    """They are the same for everyone (like Django's /static/), so the login page can prefetch them."""
+    client = Client(application)
+    scripts = re.findall(r'<script src="([^"]+)"', dashboard_client_html())
+    for url in scripts:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert response.headers["Cache-Control"] == IMMUTABLE and response.headers["X-Frame-Options"] == "DENY"
+    assert client.head(scripts[0]).status_code == 200
+    assert client.post(scripts[0]).status_code == 401
+    for climbing in ("/dashboard/_dash-component-suites/../_dash-layout", "/dashboard/assets/../_dash-layout"):
+        assert client.get(climbing).status_code == 401
+    assert client.get("/dashboard/_dash-dependencies").status_code == 401
+
+
+def dashboard_client_html() -> str:
+    """The dashboard's page as a logged-in user gets it."""
+    return dashboard_client(user_with_role("reader", Role.VIEWER)).get("/dashboard/").get_data(as_text=True)
+
+
+@pytest.mark.parametrize("logged_in_user", [False, True])
+def test_the_login_page_and_the_consoles_pages_prefetch_every_script_the_dashboard_loads(logged_in_user):
+    page = dashboard_client(user_with_role("pat", Role.VIEWER)).get("/") if logged_in_user \
+        else Client(application).get("/login/")
+    assert page.status_code == 200
+    prefetched = re.findall(r'<link rel="prefetch" href="([^"]+)">', page.get_data(as_text=True))
+    html = dashboard_client_html()
+    loaded = re.findall(r'<script src="([^"]+)"|<link rel="stylesheet" href="([^"]+)"', html)
+    assert prefetched == [url for script, sheet in loaded if (url := script or sheet).startswith("/dashboard/")]
+
+
 def test_a_forged_session_cookie_is_refused():
     client = Client(application)
     client.set_cookie("sessionid", "not-a-session")

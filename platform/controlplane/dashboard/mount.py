@@ -2,8 +2,8 @@
 
 The dashboard's code and style (`webui.scripts.is_code`: the Dash, React and plotly.js bundles and its CSS, the
 same for everyone, like Django's /static/) are served without a login, so that every console page, the login
-page included, can prefetch them (`dashboard_bundles`): the dashboard's first open then finds them in the
-browser's cache."""
+page included, can fetch them ahead (`dashboard_bundles`: prefetch links, and the service worker that keeps
+them compiled in CacheStorage): the dashboard's first open then finds them in the browser."""
 
 from http.cookies import SimpleCookie
 from importlib import import_module
@@ -24,7 +24,7 @@ from controlplane.access.actions import VIEW_CLUSTER
 from controlplane.access.checks import refusal
 from controlplane.console.navigation import DASHBOARD_URL, SECTIONS
 from webui.app import Shell, create_app
-from webui.scripts import bundle_urls, is_code
+from webui.scripts import SERVICE_WORKER, bundle_urls, is_code
 
 from .actions import USER_KEY, ControlPlaneActions
 from .data_source import MetadataStoreDataSource
@@ -103,9 +103,12 @@ _bundles: tuple[str, ...] = ()
 
 
 def dashboard_bundles(request) -> dict:
-    """Template context processor: `dashboard_bundles`, the URLs the console's pages prefetch (none in a process
-    that has not mounted the dashboard)."""
-    return {"dashboard_bundles": _bundles}
+    """Template context processor: `dashboard_bundles`, the URLs the console's pages prefetch, and the dashboard's
+    service worker with its scope, which they register (none in a process that has not mounted the dashboard)."""
+    if not _bundles:
+        return {}
+    return {"dashboard_bundles": _bundles, "dashboard_service_worker": MOUNT_POINT + SERVICE_WORKER,
+            "dashboard_scope": MOUNT_POINT + "/"}
 
 
 def with_dashboard(django_app):

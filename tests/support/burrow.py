@@ -79,7 +79,7 @@ filename="{directory / 'burrow.log'}"
 level="info"
 [zookeeper]
 servers=["127.0.0.1:{zk_port}"]
-timeout=6
+timeout=30
 root-path="/burrow"
 [client-profile.strom]
 client-id="burrow-strom"

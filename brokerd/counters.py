@@ -128,6 +128,12 @@ class ApiRequestStats:
     def count(self) -> int:
         return sum(self.bucket_counts)
 
+    def add(self, version: int, bucket: int, latency_s: float) -> None:
+        """One request of `version` that took `latency_s` s, in `bucket` of LATENCY_BUCKETS_S."""
+        self.by_version[version] = self.by_version.get(version, 0) + 1
+        self.bucket_counts[bucket] += 1
+        self.latency_sum_s += latency_s
+
 
 def request_name(api_key: int) -> str:
     """Kafka's name of an API as its RequestMetrics `request` label spells it: PRODUCE -> Produce,
@@ -139,7 +145,8 @@ def request_name(api_key: int) -> str:
 
 
 class RequestMetrics:
-    """Requests per API, keyed by `request_name` (Produce, Fetch, Metadata, …)."""
+    """Requests per API, keyed by `request_name` (Produce, Fetch, Metadata, …), and as Kafka also every Fetch
+    under FetchConsumer or FetchFollower (`RequestContext.counted_as`)."""
 
     def __init__(self) -> None:
         self.apis: dict[str, ApiRequestStats] = {}
@@ -149,21 +156,27 @@ class RequestMetrics:
         name = self._names.get(api_key)
         if name is None:
             name = self._names[api_key] = request_name(api_key)
+        return self._named(name)
+
+    def _named(self, name: str) -> ApiRequestStats:
         stats = self.apis.get(name)
         if stats is None:
             stats = self.apis[name] = ApiRequestStats()
         return stats
 
-    def observe(self, api_key: int, version: int, latency_s: float) -> None:
-        """One request answered (or refused) after `latency_s` seconds."""
-        stats = self._stats(api_key)
-        stats.by_version[version] = stats.by_version.get(version, 0) + 1
-        stats.bucket_counts[bisect.bisect_left(LATENCY_BUCKETS_S, latency_s)] += 1
-        stats.latency_sum_s += latency_s
+    def observe(self, api_key: int, version: int, latency_s: float, counted_as: Sequence[str] = ()) -> None:
+        """One request answered (or refused) after `latency_s` seconds; also under the names `counted_as`
+        (Kafka's FetchConsumer / FetchFollower beside Fetch)."""
+        bucket = bisect.bisect_left(LATENCY_BUCKETS_S, latency_s)
+        self._stats(api_key).add(version, bucket, latency_s)
+        for name in counted_as:
+            self._named(name).add(version, bucket, latency_s)
 
-    def failed(self, api_key: int) -> None:
+    def failed(self, api_key: int, counted_as: Sequence[str] = ()) -> None:
         """The handler raised, or the request could not be decoded (the connection was closed)."""
         self._stats(api_key).failures += 1
+        for name in counted_as:
+            self._named(name).failures += 1
 
 
 def histogram_quantile(quantile: float, bucket_counts: Sequence[int]) -> float | None:

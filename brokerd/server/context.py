@@ -38,6 +38,9 @@ class RequestContext:
     """Call once what is left of this request is a wait that later requests on the connection cannot change
     (an acks=all produce's batches are appended): the connection starts the next request meanwhile and
     still answers in request order (`server.connection`). Calling it is optional; completing releases."""
+    counted_as: list[str] = field(default_factory=list)
+    """Further RequestMetrics names the dispatcher times this request under, as Kafka's: a Fetch is also a
+    FetchConsumer or a FetchFollower (set by the handler)."""
 
     @property
     def version(self) -> int:

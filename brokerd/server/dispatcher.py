@@ -55,18 +55,20 @@ class Dispatcher:
         Raises MalformedRequestError when the connection must be closed. Timed per API (`services.requests`)."""
         requests = self._services.requests
         if requests is None:
-            return await self._dispatch(frame, client_host, release)
+            return await self._dispatch(frame, client_host, release, [])
         started = time.perf_counter()
         api_key, api_version, _ = peek_api(frame)
+        counted_as: list[str] = []
         try:
-            return await self._dispatch(frame, client_host, release)
+            return await self._dispatch(frame, client_host, release, counted_as)
         except MalformedRequestError:
             requests.failed(api_key)
             raise
         finally:
-            requests.observe(api_key, api_version, time.perf_counter() - started)
+            requests.observe(api_key, api_version, time.perf_counter() - started, counted_as)
 
-    async def _dispatch(self, frame: bytes, client_host: str, release: Callable[[], None]) -> list[Chunk] | None:
+    async def _dispatch(self, frame: bytes, client_host: str, release: Callable[[], None],
+                        counted_as: list[str]) -> list[Chunk] | None:
         api_key, api_version, correlation_id = peek_api(frame)
         supported = SUPPORTED_APIS.get(api_key)
         handler = self._handlers.get(api_key)
@@ -84,13 +86,13 @@ class Dispatcher:
         if seen not in self._seen and len(self._seen) < MAX_LOGGED_VERSIONS:
             self._seen.add(seen)
             log.info("first %s v%d request from client_id %r", ApiKey(api_key).name, api_version, header.client_id)
-        context = RequestContext(self._services, header, client_host, schema, release)
+        context = RequestContext(self._services, header, client_host, schema, release, counted_as)
         try:
             response = await handler(request, context)
         except Exception:
             log.exception("handler for %s v%d failed", ApiKey(api_key).name, api_version)
             if self._services.requests is not None:
-                self._services.requests.failed(api_key)
+                self._services.requests.failed(api_key, context.counted_as)
             return self._error_response(api_key, api_version, correlation_id, ErrorCode.unknown_server_error)
         if response is NO_RESPONSE:
             return None

@@ -124,6 +124,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "controlplane.console.navigation.navigation",
+                "controlplane.dashboard.mount.dashboard_bundles",
             ],
         },
     },

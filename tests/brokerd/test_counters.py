@@ -74,6 +74,19 @@ def test_request_metrics_count_per_api_and_version():
         ["Fetch", "OffsetForLeaderEpoch", "Unknown"]
 
 
+def test_a_fetch_is_also_timed_as_a_consumer_or_a_follower_fetch_as_kafka_does():
+    requests = RequestMetrics()
+    requests.observe(ApiKey.FETCH, 12, 0.001, ["FetchConsumer"])
+    requests.observe(ApiKey.FETCH, 12, 0.5, ["FetchFollower"])
+    requests.observe(ApiKey.FETCH, 13, 0.003, ["FetchFollower"])
+    requests.failed(ApiKey.FETCH, ["FetchConsumer"])
+    fetch, consumer, follower = (requests.apis[n] for n in ("Fetch", "FetchConsumer", "FetchFollower"))
+    assert (fetch.by_version, consumer.by_version, follower.by_version) == ({12: 2, 13: 1}, {12: 1}, {12: 1, 13: 1})
+    assert (fetch.failures, consumer.failures, follower.failures) == (1, 1, 0)
+    assert follower.latency_sum_s == pytest.approx(0.503)
+    assert [a + b for a, b in zip(consumer.bucket_counts, follower.bucket_counts, strict=True)] == fetch.bucket_counts
+
+
 @pytest.mark.parametrize("quantile", [0.5, 0.75, 0.95, 0.99, 0.999])
 def test_histogram_quantile_lies_in_the_bucket_of_the_true_quantile(quantile):
     rng = random.Random(quantile)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -184,3 +185,47 @@ def test_switching_pages_draws_every_figure_without_waiting_for_a_refresh(page, 
         for name in (*list(GRAPHS)[1:], "Overview"):
             page.click(f".subnav a:text-is('{name}')")
             wait_for_figures(page, name, SWITCH_DEADLINE_S)
+
+
+NOT_YET_FETCHED = """(urls) => { const done = new Set(performance.getEntriesByType('resource')
+    .filter(e => e.responseEnd > 0).map(e => e.name)); return urls.filter(u => !done.has(u)); }"""
+SERVICE_WORKER_ACTIVE = """() => navigator.serviceWorker.getRegistration('/dashboard/')
+    .then(r => !!(r && r.active && r.active.state === 'activated'))"""
+
+
+def test_the_dashboard_opened_after_login_runs_the_scripts_the_console_fetched_ahead(page, live_cluster):
+    """The login page and the console's pages prefetch the dashboard's scripts and stylesheet and register its
+    service worker, which keeps them in CacheStorage: a user who logs in (both done while they type), lands on
+    the console's Overview and opens the dashboard from its navigation gets its figures drawn with every one of
+    those files answered by the service worker from CacheStorage; the server sent each once."""
+    access_log = live_cluster.var_dir / "log" / "web.log"  # gunicorn's access log, among the rest
+    served_before = access_log.stat().st_size
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    sources: dict[str, str] = {}
+    cdp.on("Network.responseReceived", lambda e: sources.__setitem__(
+        e["response"]["url"], e["response"].get("serviceWorkerResponseSource") or "network"))
+
+    page.goto(f"{live_cluster.url}/login/")  # not logged in yet: the files are code and style, no cluster data
+    bundles = page.eval_on_selector_all("link[rel=prefetch]", "links => links.map(l => l.href)")
+    assert any("plotly-cartesian" in url for url in bundles) and any("dash_renderer" in url for url in bundles)
+    wait_until(lambda: page.evaluate(NOT_YET_FETCHED, bundles) == [], 60, message="the login page's prefetches")
+    wait_until(lambda: page.evaluate(SERVICE_WORKER_ACTIVE), 60, message="the dashboard's service worker")
+    page.fill("#id_username", "operator")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    expect(page).to_have_url(f"{live_cluster.url}/")
+    assert page.eval_on_selector_all("link[rel=prefetch]", "links => links.map(l => l.href)") == bundles
+
+    sources.clear()
+    page.click(".topbar .nav a:text-is('Dashboard')")
+    wait_for_figures(page, "Overview", SWITCH_DEADLINE_S)
+    loaded = page.eval_on_selector_all("script[src], link[rel=stylesheet]", "els => els.map(e => e.src || e.href)")
+    assert set(bundles) <= set(loaded)
+    assert {url for url in loaded if "/dashboard/" in url} <= set(bundles)  # every script the dashboard loads
+    assert {url: sources.get(url) for url in bundles} == dict.fromkeys(bundles, "cache-storage")
+    paths = [url.removeprefix(live_cluster.url) for url in bundles]
+    with access_log.open(errors="replace") as log:
+        log.seek(served_before)
+        requests = Counter(re.findall(r'"GET (\S+) HTTP', log.read()))
+    assert {path: requests[path] for path in paths} == dict.fromkeys(paths, 1)

@@ -146,6 +146,8 @@ def _node_endpoints(context: RequestContext, answers: list[wire.TopicAnswer]) ->
 
 
 async def handle(request, context: RequestContext) -> RawResponse:
+    from_follower = _replica_id(request) >= 0
+    context.counted_as.append("FetchFollower" if from_follower else "FetchConsumer")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait.total_seconds()
     topics = _resolve_topics(request, context)
@@ -157,7 +159,7 @@ async def handle(request, context: RequestContext) -> RawResponse:
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or remaining <= 0 or not keys:
             context.services.replicas.topic_metrics.record_fetch(
-                ((a.name, a.partitions) for a in answers), _replica_id(request) >= 0)
+                ((a.name, a.partitions) for a in answers), from_follower)
             chunks, size = wire.encode_fetch_response(context.version, answers,
                                                       node_endpoints=_node_endpoints(context, answers))
             return RawResponse(chunks, size)  # type: ignore[arg-type]

@@ -1,4 +1,9 @@
-"""WSGI composition: Django at /, the Dash dashboard at /dashboard/, both behind the same login and role check."""
+"""WSGI composition: Django at /, the Dash dashboard at /dashboard/, both behind the same login and role check.
+
+The dashboard's code and style (`webui.scripts.is_code`: the Dash, React and plotly.js bundles and its CSS, the
+same for everyone, like Django's /static/) are served without a login, so that every console page, the login
+page included, can fetch them ahead (`dashboard_bundles`: prefetch links, and the service worker that keeps
+them compiled in CacheStorage): the dashboard's first open then finds them in the browser."""
 
 from http.cookies import SimpleCookie
 from importlib import import_module
@@ -19,6 +24,7 @@ from controlplane.access.actions import VIEW_CLUSTER
 from controlplane.access.checks import refusal
 from controlplane.console.navigation import DASHBOARD_URL, SECTIONS
 from webui.app import Shell, create_app
+from webui.scripts import SERVICE_WORKER, bundle_urls, is_code
 
 from .actions import USER_KEY, ControlPlaneActions
 from .data_source import MetadataStoreDataSource
@@ -30,7 +36,8 @@ SECURITY_HEADERS = [("X-Frame-Options", "DENY"), ("X-Content-Type-Options", "nos
 
 
 class LoginRequired:
-    """WSGI middleware letting through only requests whose Django session belongs to an active user with a role.
+    """WSGI middleware letting through only requests whose Django session belongs to an active user with a role,
+    and GET or HEAD requests of the dashboard's code and style (`is_code`), which need no session.
 
     Anonymous page requests are redirected to the login page (with `next`); Dash's XHR endpoints answer
     401; users without a role get 403. The user goes to `actions.ControlPlaneActions` in the environ
@@ -57,6 +64,8 @@ class LoginRequired:
         def start_with_headers(status, headers, exc_info=None):
             return start_response(status, headers + SECURITY_HEADERS, exc_info)
 
+        if environ.get("REQUEST_METHOD") in ("GET", "HEAD") and is_code(environ.get("PATH_INFO", "")):
+            return self.app(environ, start_with_headers)
         request_started.send(sender=self.__class__, environ=environ)
         try:
             user = self.authenticated_user(environ)
@@ -89,8 +98,23 @@ def console_shell() -> Shell:
                  logout_url=reverse("logout"), stylesheets=(static("console/console.css"),))
 
 
+_bundles: tuple[str, ...] = ()
+"""The mounted dashboard's immutable scripts and stylesheets (`webui.scripts.bundle_urls`), set by `with_dashboard`."""
+
+
+def dashboard_bundles(request) -> dict:
+    """Template context processor: `dashboard_bundles`, the URLs the console's pages prefetch, and the dashboard's
+    service worker with its scope, which they register (none in a process that has not mounted the dashboard)."""
+    if not _bundles:
+        return {}
+    return {"dashboard_bundles": _bundles, "dashboard_service_worker": MOUNT_POINT + SERVICE_WORKER,
+            "dashboard_scope": MOUNT_POINT + "/"}
+
+
 def with_dashboard(django_app):
     """Django's WSGI app with the dashboard mounted beside it at MOUNT_POINT."""
+    global _bundles
     dash_app = create_app(MetadataStoreDataSource(), ControlPlaneActions(), requests_pathname_prefix=MOUNT_POINT + "/",
                           refresh_ms=settings.STROM_DASHBOARD_REFRESH_MS, shell=console_shell())
+    _bundles = bundle_urls(dash_app)
     return DispatcherMiddleware(django_app, {MOUNT_POINT: LoginRequired(dash_app.server)})

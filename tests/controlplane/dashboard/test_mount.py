@@ -18,7 +18,7 @@ from controlplane.topics.models import Partition
 from controlplane.wsgi import application
 from tests.conftest import user_with_role
 from tests.support.dash_client import DashCallbacks
-from webui.scripts import IMMUTABLE, PLOTLY_BUNDLE
+from webui.scripts import IMMUTABLE, PLOTLY_BUNDLE, service_worker_script
 
 # The mount sends Django's request signals, which close the connection after each request (as in production);
 # only a transactional test database survives that.
@@ -61,6 +61,55 @@ def test_anonymous_dash_requests_are_refused():
     client = Client(application)
     assert client.get("/dashboard/_dash-layout").status_code == 401
     assert client.post("/dashboard/_dash-update-component", json={}).status_code == 401
+
+
+def test_the_dashboards_code_and_style_need_no_login_and_nothing_else_does():
+    """They are the same for everyone (like Django's /static/), so the login page can prefetch them."""
+    client = Client(application)
+    scripts = re.findall(r'<script src="([^"]+)"', dashboard_client_html())
+    for url in scripts:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert response.headers["Cache-Control"] == IMMUTABLE and response.headers["X-Frame-Options"] == "DENY"
+    assert client.head(scripts[0]).status_code == 200
+    assert client.post(scripts[0]).status_code == 401
+    for climbing in ("/dashboard/_dash-component-suites/../_dash-layout", "/dashboard/assets/../_dash-layout"):
+        assert client.get(climbing).status_code == 401
+    assert client.get("/dashboard/_dash-dependencies").status_code == 401
+
+
+def dashboard_client_html() -> str:
+    """The dashboard's page as a logged-in user gets it."""
+    return dashboard_client(user_with_role("reader", Role.VIEWER)).get("/dashboard/").get_data(as_text=True)
+
+
+@pytest.mark.parametrize("logged_in_user", [False, True])
+def test_the_login_page_and_the_consoles_pages_prefetch_every_script_the_dashboard_loads(logged_in_user):
+    page = dashboard_client(user_with_role("pat", Role.VIEWER)).get("/") if logged_in_user \
+        else Client(application).get("/login/")
+    assert page.status_code == 200
+    prefetched = re.findall(r'<link rel="prefetch" href="([^"]+)">', page.get_data(as_text=True))
+    html = dashboard_client_html()
+    loaded = re.findall(r'<script src="([^"]+)"|<link rel="stylesheet" href="([^"]+)"', html)
+    assert prefetched == [url for script, sheet in loaded if (url := script or sheet).startswith("/dashboard/")]
+
+
+def test_the_service_worker_caches_the_scripts_the_dashboard_loads_under_a_name_that_changes_with_them():
+    client = Client(application)
+    page = client.get("/login/").get_data(as_text=True)
+    assert 'navigator.serviceWorker.register("/dashboard/service-worker.js",' in page
+    assert '{scope: "/dashboard/"}' in page
+    worker = client.get("/dashboard/service-worker.js")  # registered from the login page: no session
+    assert worker.status_code == 200 and worker.mimetype == "text/javascript"
+    assert worker.headers["Cache-Control"] == "no-cache"  # a new release's worker is seen at the next visit
+    script = worker.get_data(as_text=True)
+    bundles = json.loads(re.search(r"const BUNDLES = (.*);", script).group(1))
+    assert bundles == re.findall(r'<link rel="prefetch" href="([^"]+)">', page)
+    assert re.search(r'const PREFIXES = \["/dashboard/_dash-component-suites/", "/dashboard/assets/"\];', script)
+
+    def cache(bundles):
+        return re.search(r"const CACHE = (.*);", service_worker_script(tuple(bundles), "/dashboard/")).group(1)
+    assert cache(bundles) == cache(list(bundles)) != cache(bundles[:-1]) != cache([*bundles[:-1], "/x.js?m=2"])
 
 
 def test_a_forged_session_cookie_is_refused():

@@ -141,6 +141,15 @@ def test_each_broker_serves_the_documented_names_and_the_workload_adds_up(cluste
     produce_p99 = max(value(scrape(b.metrics_port), "kafka_network_requestmetrics_totaltimems",
                             request="Produce", quantile="0.99") for b in cluster.brokers.values())
     assert produce_p99 > 0
+    # as Kafka, every Fetch is also timed as a FetchConsumer or a FetchFollower (followers replicate: RF 3)
+    fetches = {request: 0.0 for request in ("Fetch", "FetchConsumer", "FetchFollower")}
+    for broker in cluster.brokers.values():
+        samples = scrape(broker.metrics_port)
+        counts = {request: value(samples, "kafka_network_requestmetrics_totaltimems_count", request=request)
+                  for request in fetches}
+        assert counts["Fetch"] == counts["FetchConsumer"] + counts["FetchFollower"], counts
+        fetches = {request: fetches[request] + counts[request] for request in fetches}
+    assert fetches["FetchConsumer"] > 0 and fetches["FetchFollower"] > 0, fetches
 
 
 def rollup_bytes_in(plane) -> tuple[int, int]:

@@ -134,8 +134,9 @@ def alter_partition(broker_id: int, registration_epoch: int, topic: str, partiti
     """`alter_partitions` for one partition: its new state, or its error raised as a KafkaApiError."""
     [result] = alter_partitions(broker_id, registration_epoch,
                                 [IsrChange(topic, partition, leader_epoch, partition_epoch, tuple(isr))])
-    if result.get("error"):
-        raise KafkaApiError(result["error"], result["message"])
+    error = result.pop("error")
+    if error:
+        raise KafkaApiError(error, result["message"])
     return result
 
 

@@ -22,13 +22,18 @@ RF 3 and acks=all; issue 18's target is acks=all RF 3 at 10,000 records/s with p
 The load average is printed before and after: on a shared machine, compare runs made under the same load.
 
 Environment: BENCH_LATENCY_SECONDS (15), BENCH_LATENCY_RATES (1000,10000,50000), BENCH_LATENCY_ACKS (1,all),
-BENCH_LATENCY_TOPOLOGIES (cluster,standalone).
+BENCH_LATENCY_TOPOLOGIES (cluster,standalone), BENCH_LATENCY_BROKER_PROPERTIES (extra broker properties,
+space-separated key=value, for both topologies). With `strom.loop.slow.callback.ms=N` among them, each cluster
+run is followed by what held a broker's loop N ms or more meanwhile (`brokerd.slow_callbacks` lines from the
+brokers' logs: count per callback, the longest first).
 """
 
 import asyncio
+import collections
 import contextlib
 import functools
 import os
+import re
 import signal
 import socket
 import statistics
@@ -51,6 +56,9 @@ FLOOR_ROUND_TRIPS = 20_000
 POLL_S = 0.001
 """The producer loop serves delivery callbacks at least this often (s)."""
 STARTUP_TIMEOUT_S = 120.0
+BROKER_PROPERTIES = os.environ.get("BENCH_LATENCY_BROKER_PROPERTIES", "").split()
+SLOW_CALLBACK = re.compile(r"slow callback: (.*) held the loop ([\d.]+) ms")
+SLOW_CALLBACKS_SHOWN = 8
 
 
 @dataclass(frozen=True)
@@ -245,15 +253,16 @@ def _free_port_run(count: int) -> int:
 
 
 @contextlib.contextmanager
-def make_run_cluster() -> Iterator[str]:
-    """`scripts/run_local.py` (what `make run` starts) in a fresh var dir on free ports; yields the bootstrap."""
+def make_run_cluster() -> Iterator[tuple[str, list[Path]]]:
+    """`scripts/run_local.py` (what `make run` starts) in a fresh var dir on free ports; yields the bootstrap and
+    the brokers' log files."""
     from confluent_kafka.admin import AdminClient
 
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as var:
         broker_port = _free_port_run(3)
         env = {**os.environ, "STROM_VAR_DIR": var, "STROM_HTTP_PORT": str(free_port()),
                "STROM_REDIS_PORT": str(free_port()), "STROM_BROKER_PORT": str(broker_port),
-               "STROM_METRICS_PORT": str(_free_port_run(3))}
+               "STROM_METRICS_PORT": str(_free_port_run(3)), "STROM_BROKER_PROPERTIES": " ".join(BROKER_PROPERTIES)}
         env.pop("DATABASE_URL", None)
         env.pop("STROM_CLUSTER_SECRET", None)
         manage = [sys.executable, "manage.py"]
@@ -276,7 +285,7 @@ def make_run_cluster() -> Iterator[str]:
                     raise RuntimeError("the make-run cluster did not show 3 brokers")
                 time.sleep(0.2)
             del admin
-            yield bootstrap
+            yield bootstrap, [Path(var, "log", f"broker-{broker_id}.log") for broker_id in (1, 2, 3)]
         finally:
             runner.send_signal(signal.SIGINT)
             try:
@@ -288,13 +297,45 @@ def make_run_cluster() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def standalone() -> Iterator[str]:
-    with strom() as peer:
-        yield peer.bootstrap
+def standalone() -> Iterator[tuple[str, list[Path]]]:
+    """One standalone broker; its log is not kept (no slow-callback report)."""
+    overrides = dict(pair.split("=", 1) for pair in BROKER_PROPERTIES)
+    with strom(overrides) as peer:
+        yield peer.bootstrap, []
 
 
 TOPOLOGIES = {"cluster": (make_run_cluster, 3, {"min.insync.replicas": "2"}),
               "standalone": (standalone, 1, {})}
+
+
+class SlowCallbackReport:
+    """The `brokerd.slow_callbacks` lines the brokers logged since `mark()`."""
+
+    def __init__(self, logs: list[Path]) -> None:
+        self._positions = dict.fromkeys(logs, 0)
+
+    def mark(self) -> None:
+        """Report only what is logged from now on."""
+        self._positions = {path: path.stat().st_size if path.exists() else 0 for path in self._positions}
+
+    def report(self) -> str:
+        held: dict[str, list[float]] = collections.defaultdict(list)
+        for path, position in self._positions.items():
+            if not path.exists():
+                continue
+            with path.open("rb") as log:
+                log.seek(position)
+                text = log.read().decode(errors="replace")
+                self._positions[path] = log.tell()
+            for match in SLOW_CALLBACK.finditer(text):
+                held[f"{path.stem}: {match[1]}"].append(float(match[2]))
+        if not held:
+            return "    slow callbacks: none"
+        ranked = sorted(held.items(), key=lambda item: -max(item[1]))
+        lines = [f"    slow callbacks: {sum(map(len, held.values()))}, longest first:"]
+        lines += [f"      {len(ms):>4} x max {max(ms):7.1f} ms  {what[:150]}"
+                  for what, ms in ranked[:SLOW_CALLBACKS_SHOWN]]
+        return "\n".join(lines)
 
 
 def load_average() -> str:
@@ -320,13 +361,16 @@ def main() -> int:
     print(f"  floor: p50 {floor.quantile(0.5):.3f} ms p99 {floor.quantile(0.99):.3f} ms", flush=True)
     for name in topologies:
         start, replication_factor, configs = TOPOLOGIES[name]
-        with start() as bootstrap:
+        with start() as (bootstrap, logs):
+            slow = SlowCallbackReport(logs) if logs and any("slow.callback" in p for p in BROKER_PROPERTIES) else None
             brokers = broker_pids([int(address.rsplit(":", 1)[1]) for address in bootstrap.split(",")])
             for acks in acks_list:
                 for rate in rates:
                     label = f"{name} RF{replication_factor} acks={acks}"
                     try:
                         topic = create_topic(bootstrap, replication_factor, configs)
+                        if slow is not None:
+                            slow.mark()
                         started, before = time.monotonic(), schedstat(brokers)
                         run = produce_at_rate(bootstrap, topic, rate, acks, seconds)
                         share = cpu_share(before, schedstat(brokers), time.monotonic() - started, len(brokers))
@@ -336,6 +380,8 @@ def main() -> int:
                     results.append(Latencies(label, rate, run.achieved_rate, run.samples_ms))
                     print(f"  {label} {rate}/s: p50 {run.quantile(0.5):.2f} p99 {run.quantile(0.99):.2f} "
                           f"p99.9 {run.quantile(0.999):.2f} max {run.max:.2f} ms; {share}", flush=True)
+                    if slow is not None:
+                        print(slow.report(), flush=True)
     floor_p99 = floor.quantile(0.99)
     print(f"\n{'run':<36} {'rate/s':>7} {'achieved':>9} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>9} "
           f"{'max ms':>8} {'p99÷floor':>10}")

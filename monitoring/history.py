@@ -7,11 +7,12 @@ without a commit), `end_offset`, `lag` (records, null without a commit), `lag_se
 `status`, `group_status`, `threshold_breached`. Record timestamp (CreateTime) = `ts`.
 """
 
+import concurrent.futures
 import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from monitoring.model import GroupResult
@@ -50,7 +51,7 @@ class LagSampleWriter:
     `retention.ms`, `partitions`, replication factor min(3, brokers))."""
 
     def __init__(self, bootstrap_servers: str, topic: str, retention_ms: int, partitions: int,
-                 client_config: Mapping[str, str] | None = None) -> None:
+                 client_config: Mapping[str, str] | None = None, create_timeout_s: float = 10.0) -> None:
         config = {**(client_config or {}), "bootstrap.servers": bootstrap_servers}
         self.topic = topic
         self._retention_ms = retention_ms
@@ -59,27 +60,48 @@ class LagSampleWriter:
         self._producer = Producer({**config, "linger.ms": 50, "compression.type": "lz4",
                                    "queue.buffering.max.messages": 1_000_000})
         self.failed = 0
+        self.topic_ready = False
+        """The topic is known to exist; until then each `write` tries `ensure_topic` first."""
+        self._create_timeout_s = create_timeout_s
 
-    def ensure_topic(self, timeout_s: float = 10.0) -> bool:
-        """Create the topic unless it exists; True if it was created now."""
-        metadata = self._admin.list_topics(timeout=timeout_s)
-        if self.topic in metadata.topics:
-            return False
-        replicas = max(1, min(3, len(metadata.brokers)))
-        new = NewTopic(self.topic, self._partitions, replicas,
-                       config={"cleanup.policy": "delete", "retention.ms": str(self._retention_ms)})
+    def ensure_topic(self, timeout_s: float | None = None) -> bool:
+        """Create the topic unless it exists; True if it was created now. A cluster that does not answer in
+        time (a broker starting, an election) is not an error: `topic_ready` stays False and the next
+        `write` tries again. Refusals other than TOPIC_ALREADY_EXISTS raise. Waits at most `timeout_s` per
+        request (default: the writer's `create_timeout_s`)."""
+        timeout_s = self._create_timeout_s if timeout_s is None else timeout_s
         try:
+            metadata = self._admin.list_topics(timeout=timeout_s)
+            if self.topic in metadata.topics:
+                self.topic_ready = True
+                return False
+            replicas = max(1, min(3, len(metadata.brokers)))
+            new = NewTopic(self.topic, self._partitions, replicas,
+                           config={"cleanup.policy": "delete", "retention.ms": str(self._retention_ms)})
             self._admin.create_topics([new], request_timeout=timeout_s)[self.topic].result(timeout_s)
-        except KafkaException as exc:
-            if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
-                raise
+        except concurrent.futures.TimeoutError:
+            logger.warning("%s: the cluster did not answer within %.0f s; trying again next round", self.topic,
+                           timeout_s)
             return False
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.name() == "TOPIC_ALREADY_EXISTS":
+                self.topic_ready = True
+                return False
+            if not error.retriable() and error.code() not in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):
+                raise
+            logger.warning("%s not created yet (%s); trying again next round", self.topic, error)
+            return False
+        self.topic_ready = True
         logger.info("created %s (%d partitions, %d replicas, retention %d ms)", self.topic, self._partitions,
                     replicas, self._retention_ms)
         return True
 
     def write(self, results: Iterable[GroupResult]) -> int:
-        """Queue one sample per partition of every result (sent in the background); returns how many."""
+        """Queue one sample per partition of every result (sent in the background); returns how many (none
+        while the topic cannot be created: a round's samples are dropped, not queued without end)."""
+        if not self.topic_ready and not self.ensure_topic():
+            return 0
         count = 0
         produce = self._producer.produce
         for key, value, timestamp_ms in lag_samples(results):

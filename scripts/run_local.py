@@ -12,7 +12,8 @@ the others keep running; a child that exits while starting stops everything (exi
 
 Environment: STROM_VAR_DIR (var/), STROM_HTTP_PORT (8000), STROM_REDIS_PORT (6390),
 STROM_BROKER_PORT (9092: brokers 1-3 listen on it and the next two ports), STROM_METRICS_PORT (9404: brokers
-1-3 serve /metrics on it and the next two ports), STROM_CLUSTER_SECRET (default:
+1-3 serve /metrics on it and the next two ports), STROM_BROKER_PROPERTIES (extra broker properties for brokers
+1-3, space-separated key=value, e.g. `strom.loop.slow.callback.ms=5`), STROM_CLUSTER_SECRET (default:
 the one the control plane generated into $STROM_VAR_DIR/cluster_secret).
 """
 
@@ -125,7 +126,8 @@ def children() -> list[Child]:
             "--controlplane", f"http://127.0.0.1:{HTTP_PORT}",
             "--listeners", f"PLAINTEXT://127.0.0.1:{BROKER_PORT + broker_id - 1}",
             "--log-dirs", str(VAR / "brokers" / str(broker_id)),
-            "--override", f"strom.metrics.port={METRICS_PORT + broker_id - 1}"]))
+            "--override", f"strom.metrics.port={METRICS_PORT + broker_id - 1}",
+            *(arg for pair in os.environ.get("STROM_BROKER_PROPERTIES", "").split() for arg in ("--override", pair))]))
     return result
 
 

@@ -33,16 +33,17 @@ class FrameDecoder:
         frames: list[bytes] = []
         position = 0
         end = len(buffer)
-        while end - position >= 4:
-            (size,) = SIZE_PREFIX.unpack_from(buffer, position)
-            if size < 0 or size > self._max_frame_bytes:
-                raise InvalidFrameError(
-                    f"frame size {size} outside [0, {self._max_frame_bytes}] (socket.request.max.bytes)"
-                )
-            if end - position - 4 < size:
-                break
-            frames.append(bytes(buffer[position + 4 : position + 4 + size]))
-            position += 4 + size
+        with memoryview(buffer) as view:  # a frame is copied once, out of the buffer (released before it shrinks)
+            while end - position >= 4:
+                (size,) = SIZE_PREFIX.unpack_from(buffer, position)
+                if size < 0 or size > self._max_frame_bytes:
+                    raise InvalidFrameError(
+                        f"frame size {size} outside [0, {self._max_frame_bytes}] (socket.request.max.bytes)"
+                    )
+                if end - position - 4 < size:
+                    break
+                frames.append(bytes(view[position + 4 : position + 4 + size]))
+                position += 4 + size
         if position:
             del buffer[:position]
         return frames

@@ -3,9 +3,10 @@
 import json
 
 from monitoring.evaluator import not_found
-from monitoring.history import lag_samples
+from monitoring.history import LagSampleWriter, lag_samples
 from monitoring.model import Status
 from tests.monitoring.factories import group, partition
+from tests.support.broker import free_port, start_broker
 
 
 def test_one_sample_per_partition_with_the_contract_fields():
@@ -27,3 +28,20 @@ def test_names_are_escaped():
     [(key, value, _)] = list(lag_samples([result]))
     sample = json.loads(value)
     assert (key, sample["group"], sample["topic"]) == (b'bill\n"ing', 'bill\n"ing', 'or"ders\\ü')
+
+
+def test_a_cluster_not_answering_yet_drops_the_rounds_samples_and_the_topic_is_made_once_it_answers(tmp_path):
+    port = free_port()
+    fast_retries = {"socket.connection.setup.timeout.ms": "1000", "reconnect.backoff.max.ms": "200"}
+    writer = LagSampleWriter(f"127.0.0.1:{port}", "__strom_lag_samples", retention_ms=60_000, partitions=1,
+                             client_config=fast_retries, create_timeout_s=1.0)
+    result = group(partition(Status.OK, number=0), name="billing", now_ms=1_000)
+    assert writer.ensure_topic() is False and not writer.topic_ready  # no broker: no exception
+    assert writer.write([result]) == 0
+    broker = start_broker(tmp_path, port=port)
+    try:
+        assert writer.write([result]) == 1 and writer.topic_ready
+        assert writer.flush() == 0 and writer.failed == 0
+        assert writer.ensure_topic() is False  # exists now
+    finally:
+        broker.stop()

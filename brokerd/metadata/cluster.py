@@ -26,7 +26,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -40,7 +40,7 @@ from brokerd.metadata.image import (
     PartitionAssignment,
     TopicMetadata,
 )
-from brokerd.metadata.store import AdminOrigin, ImageListener, Reassignment
+from brokerd.metadata.store import AdminOrigin, ImageListener, IsrProposal, Reassignment
 from brokerd.types import BrokerId
 from kafkaspec.listeners import InvalidListenerError, parse_listeners
 
@@ -193,6 +193,7 @@ class ClusterMetadataStore:
         await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(HttpError, MetadataError):
             await self._heartbeat()
+        self._client.close()
 
     async def request_shutdown(self) -> None:
         """Kafka's controlled shutdown: tell the controller (a `shutting_down` heartbeat) to move this
@@ -442,18 +443,20 @@ class ClusterMetadataStore:
         self._producer_ids[0] += 1
         return producer_id
 
-    async def alter_partition(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
-                              isr: tuple[int, ...]) -> PartitionAssignment:
-        """Kafka's AlterPartition: propose a new ISR as the leader at these epochs. Returns the committed
-        state; raises ControlPlaneError (e.g. INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH) if refused."""
+    async def alter_partitions(self, proposals: Sequence[IsrProposal]) -> list[PartitionAssignment | MetadataError]:
+        """Kafka's AlterPartition, every proposal in one request and one control-plane transaction: per
+        partition the committed state or a ControlPlaneError (e.g. INVALID_UPDATE_VERSION,
+        FENCED_LEADER_EPOCH); raises when the whole request was refused (a stale registration) or unanswered."""
         body = await self._call("POST", "/partitions/alter", {
             "broker_id": self.settings.broker_id, "registration_epoch": self.registration_epoch,
-            "topic": topic, "partition": partition, "leader_epoch": leader_epoch,
-            "partition_epoch": partition_epoch, "isr": list(isr)})
+            "partitions": [{"topic": p.topic, "partition": p.partition, "leader_epoch": p.leader_epoch,
+                            "partition_epoch": p.partition_epoch, "isr": list(p.isr)} for p in proposals]})
         assert isinstance(body, dict)
-        if "partition" not in body:
-            body = {**body, "partition": partition}
-        return parse_partition(body)
+        results = body.get("partitions") or []
+        if len(results) != len(proposals):
+            raise ControlPlaneError(None, f"AlterPartition answered {len(results)} of {len(proposals)} partitions")
+        return [ControlPlaneError(r["error"], str(r.get("message") or r["error"])) if r.get("error")
+                else parse_partition(r) for r in results]
 
     async def elect_leaders(self, election_type: str, partitions: list[tuple[str, int]] | None,
                             origin: AdminOrigin | None = None) -> list[tuple[str, int, str | None]]:

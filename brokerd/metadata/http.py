@@ -1,16 +1,33 @@
 """A tiny asyncio HTTP/1.1 JSON client for the control plane's internal API (stdlib only).
 
-One connection per request (`Connection: close`): requests are rare (heartbeats, admin calls, one
-metadata long poll at a time), so keep-alive would buy nothing but state. Bodies are JSON both ways;
-the response body is read to `Content-Length`, chunked, or EOF. Event loop only.
+Connections are kept alive and reused: every request with a `Connection: close` makes the server close it,
+and gunicorn's gthread worker does that on its one main thread, lingering until this side closes too (RFC
+9112 §9.6) — with a busy broker event loop that held every other request to the control plane up (at 10,000
+partitions a metadata change took ~1 s to reach the brokers). Rules, so that reuse never loses a request:
+
+* a connection goes back to the pool only after a whole response that did not say `Connection: close`
+  (HTTP/1.1); a cancelled or failed request closes its connection;
+* one idle longer than `IDLE_REUSE_S` is closed, not reused: gunicorn closes idle connections after its
+  `--keep-alive` (2 s by default), and a request written while it does would be lost;
+* a reused connection that ends before the first byte of the answer (the server closed it meanwhile) is
+  retried once on a new connection for a GET; other methods raise `HttpError`, as any lost connection does
+  (their callers already retry, conditionally: the control plane's writes check epochs).
+
+Bodies are JSON both ways; the response body is read to `Content-Length`, chunked, or EOF. Event loop only.
 """
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from brokerd.metadata.errors import HttpError
+
+IDLE_REUSE_S = 1.5
+"""An idle kept-alive connection is reused for at most this long (below gunicorn's 2 s keep-alive)."""
+MAX_IDLE_CONNECTIONS = 4
+"""Idle connections kept for reuse; more (after a burst of concurrent requests) are closed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +35,25 @@ class HttpResponse:
     status: int
     body: object
     """The decoded JSON body, or None when empty."""
+
+
+@dataclass(slots=True)
+class _Connection:
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    idle_since: float = 0.0
+    """time.monotonic() when it went back to the pool."""
+
+    def usable(self, now: float) -> bool:
+        return (now - self.idle_since < IDLE_REUSE_S and not self.reader.at_eof()
+                and not self.writer.is_closing())
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class _ClosedBeforeAnswer(HttpError):
+    """The connection ended before the first byte of the status line."""
 
 
 class JsonHttpClient:
@@ -29,6 +65,9 @@ class JsonHttpClient:
         self.port = parts.port or 80
         self.prefix = parts.path.rstrip("/")
         self.headers = dict(headers or {})
+        self._idle: list[_Connection] = []
+        self.connections_opened = 0
+        """Connections opened so far (tests and diagnostics: reuse keeps it low)."""
 
     async def request(self, method: str, path: str, body: object = None, timeout_s: float = 10.0,
                       headers: dict[str, str] | None = None) -> HttpResponse:
@@ -43,20 +82,59 @@ class JsonHttpClient:
                 raise
             raise HttpError(f"{method} {path}: {exc}") from exc
 
+    def close(self) -> None:
+        """Close the idle connections (those in use close when their requests end)."""
+        for connection in self._idle:
+            connection.close()
+        self._idle.clear()
+
     async def _request(self, method: str, path: str, body: object, headers: dict[str, str]) -> HttpResponse:
         payload = b"" if body is None else json.dumps(body).encode()
         lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"Host: {self.host}:{self.port}",
-                 "Connection: close", "Accept: application/json"]
+                 "Accept: application/json"]
         lines += [f"{k}: {v}" for k, v in {**self.headers, **headers}.items()]
         if body is not None:
             lines += ["Content-Type: application/json", f"Content-Length: {len(payload)}"]
         elif method in ("POST", "PUT", "PATCH"):
             lines.append("Content-Length: 0")
+        message = ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
+        connection = self._reusable()
+        if connection is not None:
+            try:
+                return await self._exchange(connection, message)
+            except _ClosedBeforeAnswer:
+                if method != "GET":
+                    raise
+        return await self._exchange(await self._open(), message)
+
+    def _reusable(self) -> _Connection | None:
+        now = time.monotonic()
+        while self._idle:
+            connection = self._idle.pop()
+            if connection.usable(now):
+                return connection
+            connection.close()
+        return None
+
+    async def _open(self) -> _Connection:
         reader, writer = await asyncio.open_connection(self.host, self.port)
+        self.connections_opened += 1
+        return _Connection(reader, writer)
+
+    async def _exchange(self, connection: _Connection, message: bytes) -> HttpResponse:
+        """One request and its response on `connection`, which goes back to the pool if it may be reused and
+        is closed otherwise (also on any error or cancellation)."""
+        keep = False
         try:
-            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + payload)
-            await writer.drain()
-            status_line = await reader.readline()
+            reader, writer = connection.reader, connection.writer
+            try:
+                writer.write(message)
+                await writer.drain()
+                status_line = await reader.readline()
+            except ConnectionError as exc:
+                raise _ClosedBeforeAnswer(str(exc)) from exc
+            if not status_line:
+                raise _ClosedBeforeAnswer("connection closed before the answer")
             parts = status_line.decode("latin-1").split(" ", 2)
             if len(parts) < 2 or not parts[0].startswith("HTTP/"):
                 raise HttpError(f"malformed status line {status_line[:80]!r}")
@@ -68,14 +146,22 @@ class JsonHttpClient:
                     break
                 name, _, value = line.decode("latin-1").partition(":")
                 headers[name.strip().lower()] = value.strip()
+            keep = parts[0] == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
             if "content-length" in headers:
                 raw = await reader.readexactly(int(headers["content-length"]))
             elif headers.get("transfer-encoding", "").lower() == "chunked":
                 raw = await _read_chunked(reader)
             else:
-                raw = await reader.read()
+                raw, keep = await reader.read(), False
+        except BaseException:
+            keep = False
+            raise
         finally:
-            writer.close()
+            if keep and len(self._idle) < MAX_IDLE_CONNECTIONS:
+                connection.idle_since = time.monotonic()
+                self._idle.append(connection)
+            else:
+                connection.close()
         text = raw.strip()
         if not text:
             return HttpResponse(status, None)

@@ -15,10 +15,10 @@ import base64
 import json
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from brokerd.metadata.errors import UnknownTopicError
+from brokerd.metadata.errors import MetadataError, UnknownTopicError
 from brokerd.metadata.image import (
     BrokerEndpoint,
     ClusterImage,
@@ -26,7 +26,7 @@ from brokerd.metadata.image import (
     PartitionAssignment,
     TopicMetadata,
 )
-from brokerd.metadata.store import AdminOrigin, ImageListener, Reassignment
+from brokerd.metadata.store import AdminOrigin, ImageListener, IsrProposal, Reassignment
 from brokerd.metadata.validation import (
     TopicDefaults,
     resolve_new_topic,
@@ -73,13 +73,10 @@ class StandaloneMetadataStore:
     async def refresh(self) -> None:
         pass
 
-    async def alter_partition(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
-                              isr: tuple[int, ...]) -> PartitionAssignment:
+    async def alter_partitions(self, proposals: Sequence[IsrProposal]) -> list[PartitionAssignment | MetadataError]:
         """The only replica is always in sync: a standalone ISR never changes."""
-        current = self.image.partition(topic, partition)
-        if current is None:
-            raise UnknownTopicError(f"{topic}-{partition} does not exist")
-        return current
+        return [self.image.partition(p.topic, p.partition)
+                or UnknownTopicError(f"{p.topic}-{p.partition} does not exist") for p in proposals]
 
     async def elect_leaders(self, election_type: str, partitions: list[tuple[str, int]] | None,
                             origin: AdminOrigin | None = None) -> list[tuple[str, int, str | None]]:

@@ -7,13 +7,26 @@ durable and the new image is visible, then notify listeners on the event loop. T
 `__consumer_offsets`), which the cluster store hands to the control plane for its audit log.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from brokerd.metadata.errors import MetadataError
 from brokerd.metadata.image import ClusterImage, NewTopic, PartitionAssignment, TopicMetadata
 
 ImageListener = Callable[[ClusterImage, ClusterImage], None]
+
+
+@dataclass(frozen=True, slots=True)
+class IsrProposal:
+    """One partition of an AlterPartition request: the ISR its leader (this broker) proposes at the leader and
+    partition epochs it knows."""
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +82,10 @@ class MetadataStore(Protocol):
     async def allocate_producer_id(self) -> int:
         """A producer id never handed out before in this cluster (survives restarts)."""
 
-    async def alter_partition(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
-                              isr: tuple[int, ...]) -> PartitionAssignment:
-        """Propose a new ISR as the partition's leader at these epochs (Kafka's AlterPartition); the
-        committed state. Raises a MetadataError whose `kafka_error` says why it was refused."""
+    async def alter_partitions(self, proposals: Sequence[IsrProposal]) -> list[PartitionAssignment | MetadataError]:
+        """Propose new ISRs as the partitions' leader (Kafka's AlterPartition), all in one request: one outcome
+        per proposal, in order — the committed state, or the MetadataError whose `kafka_error` says why that
+        partition was refused. Raises a MetadataError when the whole request failed."""
 
     async def elect_leaders(self, election_type: str, partitions: list[tuple[str, int]] | None,
                             origin: AdminOrigin | None = None) -> list[tuple[str, int, str | None]]:

@@ -52,6 +52,9 @@ log = logging.getLogger(__name__)
 _RETRIABLE = {ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch, ErrorCode.unknown_leader_epoch,
               ErrorCode.unknown_topic_or_partition, ErrorCode.kafka_storage_error, ErrorCode.leader_not_available}
 UNDEFINED = -1
+PARTITIONS_PER_SLICE = 256
+"""Partitions of a fetch response applied between two turns of the event loop: a follower of thousands of
+partitions would otherwise hold every other request of the broker up while it goes through each response."""
 EARLIEST_TIMESTAMP = -2
 
 
@@ -224,7 +227,9 @@ class ReplicaFetcher:
         frame = await self._client.request_body(ApiKey.FETCH, REPLICA_FETCH_VERSION, request,
                                                 self._request_timeout_s(wait_ms))
         body = decode_fetch_response(memoryview(frame))
-        for fetched in body.partitions:
+        for position, fetched in enumerate(body.partitions, 1):
+            if position % PARTITIONS_PER_SLICE == 0:
+                await asyncio.sleep(0)  # every state is checked again below: a change meanwhile is seen
             key = (fetched.topic, fetched.partition)
             entry = sent.get(key)
             if entry is None or self._states.get(key) is not entry[0]:

@@ -1,10 +1,13 @@
-"""ISR changes proposed by a partition's leader to the control plane (Kafka's AlterPartition), one in
-flight per partition, conditional on the leader and partition epochs.
+"""ISR changes proposed by partition leaders to the control plane (Kafka's AlterPartition), one in flight per
+partition, conditional on the leader and partition epochs, and batched: every proposal made while no request
+is in flight goes out at the end of the loop step in one request, and those made meanwhile in the next, so
+a broker failure's thousands of ISR shrinks cost a handful of requests and control-plane transactions (Kafka's
+AlterPartitionManager sends one request at a time the same way).
 
 While a proposal is in flight the partition counts its "maximal ISR" (see `brokerd.replication.partition`).
-On success the committed state is adopted; if the control plane refuses (a stale partition epoch, a
-fenced leader epoch, a replica not running) the proposal is dropped and the metadata re-read, and the
-next ISR check proposes again from the fresh state. Event loop only.
+On success the committed state is adopted; if the control plane refuses a partition (a stale partition epoch,
+a fenced leader epoch, a replica not running) or the whole request, the proposal is dropped and the metadata
+re-read (once per request), and the next ISR check proposes again from the fresh state. Event loop only.
 """
 
 import asyncio
@@ -12,8 +15,10 @@ import contextlib
 import logging
 
 from brokerd.metadata.errors import MetadataError
-from brokerd.metadata.store import MetadataStore
+from brokerd.metadata.image import PartitionAssignment
+from brokerd.metadata.store import IsrProposal, MetadataStore
 from brokerd.replication.partition import Partition
+from brokerd.types import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +26,10 @@ log = logging.getLogger(__name__)
 class IsrManager:
     def __init__(self, metadata: MetadataStore) -> None:
         self._metadata = metadata
-        self._tasks: set[asyncio.Task] = set()
+        self._pending: dict[TopicPartition, tuple[Partition, IsrProposal]] = {}
+        """Proposed, not yet sent."""
+        self._sender: asyncio.Task | None = None
+        """Sends `_pending` until it is empty, one request at a time."""
         self.shrinks = 0
         """ISR changes committed that removed members (Kafka's IsrShrinksPerSec count), since start."""
         self.expands = 0
@@ -32,35 +40,48 @@ class IsrManager:
         if partition.pending_isr is not None or not partition.is_leader or isr == partition.isr:
             return False
         partition.pending_isr = isr
-        task = asyncio.get_running_loop().create_task(self._alter(partition, isr, partition.leader_epoch,
-                                                                  partition.partition_epoch))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._pending[partition.key] = (partition, IsrProposal(partition.topic, partition.index,
+                                                               partition.leader_epoch, partition.partition_epoch, isr))
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.get_running_loop().create_task(self._send_pending(), name="alter-partition")
         return True
 
-    async def _alter(self, partition: Partition, isr: tuple[int, ...], leader_epoch: int,
-                     partition_epoch: int) -> None:
-        name = f"{partition.topic}-{partition.index}"
-        try:
-            state = await self._metadata.alter_partition(partition.topic, partition.index, leader_epoch,
-                                                         partition_epoch, isr)
-        except MetadataError as exc:
-            log.info("ISR change of %s to %s refused (%s: %s); re-reading metadata", name, list(isr),
-                     exc.kafka_error, exc)
-            if partition.pending_isr == isr:
-                partition.pending_isr = None
-            with contextlib.suppress(MetadataError):
-                await self._metadata.refresh()
-            return
+    async def _send_pending(self) -> None:
+        while True:
+            await asyncio.sleep(0)  # the rest of this loop step's proposals join the request
+            if not self._pending:
+                return
+            batch, self._pending = list(self._pending.values()), {}
+            try:
+                outcomes: list[PartitionAssignment | MetadataError] = await self._metadata.alter_partitions(
+                    [proposal for _, proposal in batch])
+            except MetadataError as exc:
+                outcomes = [exc] * len(batch)
+            refused = [self._settle(partition, proposal, outcome)
+                       for (partition, proposal), outcome in zip(batch, outcomes, strict=True)]
+            if any(refused):
+                with contextlib.suppress(MetadataError):
+                    await self._metadata.refresh()
+
+    def _settle(self, partition: Partition, proposal: IsrProposal, outcome: PartitionAssignment | MetadataError
+                ) -> bool:
+        """Adopt the committed state, or drop a refused proposal (True: the metadata is to be re-read)."""
+        name, isr = f"{proposal.topic}-{proposal.partition}", proposal.isr
         if partition.pending_isr == isr:
             partition.pending_isr = None
-        self.shrinks += any(r not in state.isr for r in partition.isr)
-        self.expands += any(r not in partition.isr for r in state.isr)
-        if partition.is_leader and partition.leader_epoch == leader_epoch:
-            log.info("ISR of %s is now %s (partition epoch %d)", name, list(state.isr), state.partition_epoch)
-            partition.apply_isr(state)
+        if isinstance(outcome, MetadataError):
+            log.info("ISR change of %s to %s refused (%s: %s); re-reading metadata", name, list(isr),
+                     outcome.kafka_error, outcome)
+            return True
+        self.shrinks += any(r not in outcome.isr for r in partition.isr)
+        self.expands += any(r not in partition.isr for r in outcome.isr)
+        if partition.is_leader and partition.leader_epoch == proposal.leader_epoch:
+            log.info("ISR of %s is now %s (partition epoch %d)", name, list(outcome.isr), outcome.partition_epoch)
+            partition.apply_isr(outcome)
+        return False
 
     async def stop(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._sender is not None:
+            self._sender.cancel()
+            await asyncio.gather(self._sender, return_exceptions=True)
+        self._pending.clear()

@@ -338,6 +338,7 @@ class ReplicaManager:
         topics = image.topics if changed is None else {name: image.topics[name] for name in changed
                                                        if name in image.topics}
         new_logs = self._open_logs(topics)
+        led = followed = 0
         for name, topic in topics.items():
             if name in self._topic_configs and self._topic_configs[name] != dict(topic.configs):
                 self._log_manager.update_topic_config(name, dict(topic.configs))
@@ -362,15 +363,18 @@ class ReplicaManager:
                     partition = self._partitions[key] = Partition(name, assignment.partition, self.node_id, log_,
                                                                   self, self.topic_metrics.topic(name))
                 if assignment.leader_id == self.node_id:
-                    self._become_leader(partition, assignment)
+                    led += self._become_leader(partition, assignment)
                 else:
-                    self._become_follower(partition, assignment, image.broker(assignment.leader_id))
+                    followed += self._become_follower(partition, assignment, image.broker(assignment.leader_id))
         for topic_name in [t for t in self._topic_ids if t not in image.topics]:
             del self._topic_ids[topic_name]
             self.topic_metrics.retire(topic_name)
             self._topic_configs.pop(topic_name, None)
             self._min_isr.pop(topic_name, None)
         self._stop_idle_fetchers()
+        if led or followed:
+            log.info("metadata version %d: leader of %d more partition(s), following a new leader in %d "
+                     "(%d replicas here)", image.metadata_version, led, followed, len(self._partitions))
         self._apply_incomplete = False
         for listener in self._role_listeners:
             listener()
@@ -427,18 +431,22 @@ class ReplicaManager:
                 self._log_manager.delete_log(new.topic, new.partition)
         self._apply(image)
 
-    def _become_leader(self, partition: Partition, assignment: PartitionAssignment) -> None:
+    def _become_leader(self, partition: Partition, assignment: PartitionAssignment) -> bool:
+        """True if this is a new leadership (one line per partition at DEBUG; `_apply` sums them up at INFO:
+        a failover makes a broker leader of thousands at once)."""
         was_leader, old_epoch = partition.is_leader, partition.leader_epoch
         self._remove_from_fetchers(partition.key)
-        if partition.make_leader(assignment, self._clock.monotonic_ms()):
-            log.info("%s-%d: leader at epoch %d (ISR %s, LEO %d, HW %d)", partition.topic, partition.index,
-                     partition.leader_epoch, list(partition.isr), partition.log_end_offset,
-                     partition.high_watermark)
-            if was_leader and old_epoch != partition.leader_epoch:
-                self.produce_purgatory.abort(partition.key)
+        if not partition.make_leader(assignment, self._clock.monotonic_ms()):
+            return False
+        log.debug("%s-%d: leader at epoch %d (ISR %s, LEO %d, HW %d)", partition.topic, partition.index,
+                  partition.leader_epoch, list(partition.isr), partition.log_end_offset, partition.high_watermark)
+        if was_leader and old_epoch != partition.leader_epoch:
+            self.produce_purgatory.abort(partition.key)
+        return True
 
     def _become_follower(self, partition: Partition, assignment: PartitionAssignment,
-                         leader: BrokerEndpoint | None) -> None:
+                         leader: BrokerEndpoint | None) -> bool:
+        """True if the partition now fetches from a new leader (at DEBUG per partition, as `_become_leader`)."""
         was_leader = partition.is_leader
         changed = partition.make_follower(assignment)
         if was_leader:
@@ -453,19 +461,20 @@ class ReplicaManager:
             fetcher = None
             changed = True
         if not changed and (leader is None or partition.key in self._fetchers.get(leader.node_id, ())):
-            return
+            return False
         self._remove_from_fetchers(partition.key)
         if leader is None or assignment.leader_id < 0:
             log.info("%s-%d: no leader (epoch %d); not fetching", partition.topic, partition.index,
                      assignment.leader_epoch)
-            return
+            return False
         if fetcher is None:
             fetcher = self._fetchers[leader.node_id] = ReplicaFetcher(leader, self.node_id, self.config,
                                                                       quota=self.follower_quota)
             fetcher.start()
-        log.info("%s-%d: follower of %d at epoch %d (LEO %d)", partition.topic, partition.index,
-                 leader.node_id, partition.leader_epoch, partition.log_end_offset)
+        log.debug("%s-%d: follower of %d at epoch %d (LEO %d)", partition.topic, partition.index,
+                  leader.node_id, partition.leader_epoch, partition.log_end_offset)
         fetcher.add(partition)
+        return True
 
     def _remove_from_fetchers(self, key: TopicPartition) -> None:
         for fetcher in self._fetchers.values():

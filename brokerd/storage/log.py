@@ -537,6 +537,7 @@ class Log:
             work = [(segment, segment.file()) for segment in segments]
             for segment in segments:
                 segment.write_indexes()
+            self.leader_epoch_cache.write()
             epochs_unsynced, self.leader_epoch_cache.unsynced = self.leader_epoch_cache.unsynced, False
             needs_dir_fsync, self._dir_needs_fsync = self._dir_needs_fsync or epochs_unsynced, False
             flushed_messages = self._unflushed_messages if target == self.log_end_offset else 0
@@ -572,4 +573,5 @@ class Log:
             for segment in self._segments:
                 segment.write_indexes()
                 self._context.handles.forget(segment.log_path)
+            self.leader_epoch_cache.write()
             self.closed = True

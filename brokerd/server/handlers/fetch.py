@@ -25,6 +25,11 @@ Per-version meaning:
 
 The response is laid out by `brokerd.protocol.fetch_response`; `preferred_read_replica` (v11+) is always
 -1: this broker serves the read.
+
+A fetch of many partitions (a follower's, sessionless: every partition it follows here, every round) gives
+the event loop back every `PARTITIONS_PER_SLICE` partitions: read at once, one follower's 3,000 empty partitions
+held every other request of the broker (a Metadata, the control plane's long poll) up for tens of ms each
+round. Each partition is answered from its own state at its turn, as Kafka reads partition by partition.
 """
 
 import asyncio
@@ -44,6 +49,8 @@ NO_LIMIT = 2**31 - 1
 LEGACY_MAX_VERSION = 3
 """The last version that reads legacy message sets (Fetch v4 brought record batches v2)."""
 _LEADER_MOVED = (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch)
+PARTITIONS_PER_SLICE = 256
+"""Partitions read between two turns of the event loop (see the module docstring)."""
 
 
 def _replica_id(request) -> int:
@@ -65,9 +72,10 @@ def _resolve_topics(request, context: RequestContext) -> list[tuple[str | None, 
     return resolved
 
 
-def _read_all(request, context: RequestContext, topics: list[tuple[str | None, uuid.UUID, list]], first_pass: bool
-              ) -> tuple[list[wire.TopicAnswer], int, bool]:
-    """One pass over every requested partition: (answers, bytes found, any error)."""
+async def _read_all(request, context: RequestContext, topics: list[tuple[str | None, uuid.UUID, list]],
+                    first_pass: bool) -> tuple[list[wire.TopicAnswer], int, bool]:
+    """One pass over every requested partition: (answers, bytes found, any error); the event loop runs
+    other work after every `PARTITIONS_PER_SLICE` partitions."""
     replicas = context.services.replicas
     replica_id = _replica_id(request)
     from_follower = replica_id >= 0
@@ -76,9 +84,13 @@ def _read_all(request, context: RequestContext, topics: list[tuple[str | None, u
     total = 0
     errored = False
     answers = []
+    visited = 0
     for name, topic_id, requested_partitions in topics:
         answer = wire.TopicAnswer(name or "", topic_id)
         for requested in requested_partitions:
+            visited += 1
+            if visited % PARTITIONS_PER_SLICE == 0:
+                await asyncio.sleep(0)
             if name is None:
                 errored = True
                 answer.partitions.append(wire.PartitionAnswer(requested.partition, ErrorCode.unknown_topic_id))
@@ -142,7 +154,7 @@ async def handle(request, context: RequestContext) -> RawResponse:
     keys = [(name, p.partition) for name, _, partitions in topics if name is not None for p in partitions]
     first_pass = True
     while True:
-        answers, total, errored = _read_all(request, context, topics, first_pass)
+        answers, total, errored = await _read_all(request, context, topics, first_pass)
         first_pass = False
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or remaining <= 0 or not keys:

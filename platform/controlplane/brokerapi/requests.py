@@ -4,6 +4,7 @@
 parsing per field and the services receive plain, typed values.
 """
 
+import builtins
 import json
 from typing import Any
 
@@ -32,6 +33,15 @@ class Body:
         if not isinstance(data, dict):
             raise KafkaApiError("INVALID_REQUEST", "The request body must be a JSON object")
         self.data = data
+
+    @classmethod
+    def of(cls, data: object, what: "builtins.str") -> "Body":
+        """A nested JSON object (`what` names it in the error) read the same way."""
+        if not isinstance(data, dict):
+            raise KafkaApiError("INVALID_REQUEST", f"Each entry of '{what}' must be a JSON object")
+        body = cls.__new__(cls)
+        body.data = data
+        return body
 
     def _get(self, name: str, kind: type, default: Any) -> Any:
         value = self.data.get(name, default)

@@ -152,7 +152,17 @@ def broker_session(request: HttpRequest, broker_id: int) -> dict | None:
 
 @internal_api("POST")
 def alter_partition(request: HttpRequest) -> dict:
+    """Kafka's AlterPartition. `{"broker_id", "registration_epoch", "partitions": [{"topic", "partition",
+    "leader_epoch", "partition_epoch", "isr"}, ...]}` → `{"partitions": [one result per entry]}`, each
+    partition refused or accepted on its own (`services.alter_partitions`); the single-partition form (the
+    fields at the top level) answers the partition's state or its error."""
     body = Body(request)
+    if "partitions" in body.data:
+        changes = [services.IsrChange(entry.str("topic"), entry.int("partition"), entry.int("leader_epoch"),
+                                      entry.int("partition_epoch"), tuple(entry.list_of("isr", int)))
+                   for entry in (Body.of(e, "partitions") for e in body.list_of("partitions", dict))]
+        return {"partitions": services.alter_partitions(body.int("broker_id"), body.int("registration_epoch"),
+                                                        changes)}
     return services.alter_partition(body.int("broker_id"), body.int("registration_epoch"), body.str("topic"),
                                     body.int("partition"), body.int("leader_epoch"), body.int("partition_epoch"),
                                     body.list_of("isr", int))

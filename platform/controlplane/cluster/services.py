@@ -8,6 +8,7 @@ the broker's epoch and live state) taking no lock, because neither is a metadata
 cheap; the controller re-checks them under the lock before fencing.
 """
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
@@ -21,8 +22,8 @@ from controlplane.topics.models import Partition
 from . import metadata
 from .models import Broker, BrokerState, ControllerState
 
-__all__ = ("PRODUCER_ID_BLOCK_SIZE", "allocate_producer_ids", "alter_partition", "check_registration",
-           "connection_lost", "heartbeat", "register_broker")
+__all__ = ("PRODUCER_ID_BLOCK_SIZE", "IsrChange", "allocate_producer_ids", "alter_partition", "alter_partitions",
+           "check_registration", "connection_lost", "heartbeat", "register_broker")
 
 # Kafka's ProducerIdManager hands out blocks of 1000 ids.
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -117,45 +118,96 @@ def connection_lost(broker_id: int, registration_epoch: int, now: datetime | Non
     return live.update(connection_lost_at=now or timezone.now()) > 0
 
 
+@dataclass(frozen=True)
+class IsrChange:
+    """One partition of an AlterPartition request: the ISR its leader proposes at the epochs it knows."""
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+
+
 def alter_partition(broker_id: int, registration_epoch: int, topic: str, partition: int, leader_epoch: int,
                     partition_epoch: int, isr: list[int]) -> dict:
-    """Kafka's AlterPartition: the leader proposes a new ISR at the epochs it knows.
+    """`alter_partitions` for one partition: its new state, or its error raised as a KafkaApiError."""
+    [result] = alter_partitions(broker_id, registration_epoch,
+                                [IsrChange(topic, partition, leader_epoch, partition_epoch, tuple(isr))])
+    error = result.pop("error")
+    if error:
+        raise KafkaApiError(error, result["message"])
+    return result
 
-    Checked in Kafka's order: the broker's registration, the partition, the leader epoch
-    (FENCED_LEADER_EPOCH), that the sender leads (INVALID_REQUEST), the partition epoch
-    (INVALID_UPDATE_VERSION), then the ISR itself: replicas only, containing the leader, and every member
-    that joins must be running (INELIGIBLE_REPLICA). An ISR that now holds every target replica of a
+
+def alter_partitions(broker_id: int, registration_epoch: int, changes: list[IsrChange]) -> list[dict]:
+    """Kafka's AlterPartition: a leader proposes new ISRs for partitions it leads, at the epochs it knows.
+
+    One transaction and at most one metadata version for the whole batch (a broker failure makes the
+    survivors shrink thousands of ISRs at once). The broker's registration is checked once (a stale one
+    refuses the whole request: STALE_BROKER_EPOCH raised). Each partition is then checked on its own, in
+    Kafka's order — it exists (UNKNOWN_TOPIC_OR_PARTITION), the leader epoch (FENCED_LEADER_EPOCH), that the
+    sender leads (INVALID_REQUEST), the partition epoch (INVALID_UPDATE_VERSION), then the ISR itself:
+    replicas only, containing the leader, and every member that joins must be running (INELIGIBLE_REPLICA) —
+    and a refused partition does not fail the others. An ISR that now holds every target replica of a
     reassignment in progress completes it (`controller.reassignment`).
+
+    Returns one result per change, in order: `{"topic", "partition", "error": None, ...its new state}` or
+    `{"topic", "partition", "error": <Kafka error name>, "message"}`.
     """
     with transaction.atomic():
         state = metadata.locked_state()
         _checked_broker(broker_id, registration_epoch)
-        current = Partition.objects.select_related("topic").filter(topic__name=topic, partition=partition).first()
-        if current is None:
-            raise KafkaApiError("UNKNOWN_TOPIC_OR_PARTITION", f"Unknown partition {topic}-{partition}")
-        if leader_epoch != current.leader_epoch:
-            raise KafkaApiError("FENCED_LEADER_EPOCH", f"Leader epoch {leader_epoch} of {topic}-{partition} "
-                                                       f"is not the current {current.leader_epoch}")
-        if current.leader != broker_id:
-            raise KafkaApiError("INVALID_REQUEST", f"Broker {broker_id} is not the leader of {topic}-{partition} "
-                                                   f"(the leader is {current.leader})")
-        if partition_epoch != current.partition_epoch:
-            raise KafkaApiError("INVALID_UPDATE_VERSION",
-                                f"Partition epoch {partition_epoch} of {topic}-{partition} is not the current "
-                                f"{current.partition_epoch}")
-        if len(set(isr)) != len(isr) or not set(isr) <= set(current.replicas) or broker_id not in isr:
-            raise KafkaApiError("INVALID_REQUEST", f"The ISR {isr} must be distinct replicas of {topic}-{partition} "
-                                                   f"({current.replicas}) including the leader {broker_id}")
-        joining = set(isr) - set(current.isr)
-        ineligible = joining - election.live_broker_ids()
-        if ineligible:
-            raise KafkaApiError("INELIGIBLE_REPLICA", f"Brokers {sorted(ineligible)} are not running and cannot "
-                                                       f"join the ISR of {topic}-{partition}")
-        new_isr = [b for b in current.replicas if b in isr]  # keep replica order
-        changed = election.apply_change(current, election.PartitionState(current.leader, tuple(new_isr)))
-        if reassignment.maybe_complete(current, election.live_broker_ids()) or changed:
+        live = election.live_broker_ids()
+        rows = {(p.topic.name, p.partition): p for p in Partition.objects.select_related("topic").filter(
+            topic__name__in={c.topic for c in changes}, partition__in={c.partition for c in changes})}
+        accepted: dict[tuple[str, int], tuple[Partition, election.PartitionState]] = {}
+        results: list[dict] = []
+        for change in changes:
+            key = (change.topic, change.partition)
+            try:
+                current = rows.get(key)
+                if current is None or key in accepted:  # a partition twice in one request: refused as Kafka does
+                    raise KafkaApiError("UNKNOWN_TOPIC_OR_PARTITION" if current is None else "INVALID_REQUEST",
+                                        f"Unknown partition {change.topic}-{change.partition}" if current is None
+                                        else f"{change.topic}-{change.partition} is proposed twice")
+                accepted[key] = (current, _checked_isr(broker_id, current, change, live))
+                results.append({"topic": change.topic, "partition": change.partition, "error": None})
+            except KafkaApiError as e:
+                results.append({"topic": change.topic, "partition": change.partition, "error": e.error,
+                                "message": e.message})
+        changed = bool(election.apply_changes(accepted.values()))
+        for current, _ in accepted.values():
+            changed = reassignment.maybe_complete(current, live) or changed
+        if changed:
             metadata.bump(state)
-    return {"topic": topic, **metadata.partition_image(current)}
+    for result in results:
+        if result["error"] is None:
+            result.update(metadata.partition_image(accepted[result["topic"], result["partition"]][0]))
+    return results
+
+
+def _checked_isr(broker_id: int, current: Partition, change: IsrChange, live: set[int]) -> election.PartitionState:
+    """The partition's state with the proposed ISR (in replica order), or the KafkaApiError refusing it."""
+    name = f"{change.topic}-{change.partition}"
+    if change.leader_epoch != current.leader_epoch:
+        raise KafkaApiError("FENCED_LEADER_EPOCH", f"Leader epoch {change.leader_epoch} of {name} "
+                                                   f"is not the current {current.leader_epoch}")
+    if current.leader != broker_id:
+        raise KafkaApiError("INVALID_REQUEST", f"Broker {broker_id} is not the leader of {name} "
+                                               f"(the leader is {current.leader})")
+    if change.partition_epoch != current.partition_epoch:
+        raise KafkaApiError("INVALID_UPDATE_VERSION", f"Partition epoch {change.partition_epoch} of {name} is not "
+                                                      f"the current {current.partition_epoch}")
+    isr = change.isr
+    if len(set(isr)) != len(isr) or not set(isr) <= set(current.replicas) or broker_id not in isr:
+        raise KafkaApiError("INVALID_REQUEST", f"The ISR {list(isr)} must be distinct replicas of {name} "
+                                               f"({current.replicas}) including the leader {broker_id}")
+    ineligible = (set(isr) - set(current.isr)) - live
+    if ineligible:
+        raise KafkaApiError("INELIGIBLE_REPLICA", f"Brokers {sorted(ineligible)} are not running and cannot "
+                                                   f"join the ISR of {name}")
+    return election.PartitionState(current.leader, tuple(b for b in current.replicas if b in isr))
 
 
 def allocate_producer_ids(broker_id: int, registration_epoch: int) -> dict:

@@ -54,14 +54,16 @@ def listener() -> RecordingListener:
 
 @pytest.fixture
 def make_partition(tmp_path: Path, listener: RecordingListener) -> Iterator[Callable[..., Partition]]:
-    """make_partition(node_id, directory="node<id>") -> a Partition of t-0 over its own log directory."""
+    """make_partition(node_id, directory="node<id>", index=0) -> a Partition of t-<index> over its own log
+    directory."""
     managers: list[LogManager] = []
 
-    def make(node_id: int = 1, directory: str | None = None) -> Partition:
-        manager = LogManager([tmp_path / (directory or f"node{node_id}")], {}, ManualClock())
+    def make(node_id: int = 1, directory: str | None = None, index: int = 0) -> Partition:
+        directory = directory or f"node{node_id}" + (f"-{index}" if index else "")
+        manager = LogManager([tmp_path / directory], {}, ManualClock())
         manager.startup()
         managers.append(manager)
-        return Partition(TOPIC, 0, node_id, manager.get_or_create_log(TOPIC, 0), listener)
+        return Partition(TOPIC, index, node_id, manager.get_or_create_log(TOPIC, index), listener)
 
     yield make
     for manager in managers:

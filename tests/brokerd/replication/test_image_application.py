@@ -78,7 +78,7 @@ def test_a_change_visits_only_the_replicas_of_the_topics_it_changed(tmp_path, mo
         real = ReplicaManager._become_leader
         monkeypatch.setattr(ReplicaManager, "_become_leader",
                             lambda self, partition, assignment: (visited.append(partition.key),
-                                                                 real(self, partition, assignment)))
+                                                                 real(self, partition, assignment))[1])
         before = metadata.image
         moved = dataclasses.replace(before.topics["a"].partitions[1], leader_epoch=1)
         a = dataclasses.replace(before.topics["a"], partitions=(before.topics["a"].partitions[0], moved,

@@ -1,13 +1,16 @@
 """`IsrManager` against a fake control plane (the metadata layer): one AlterPartition in flight per
 partition, conditional on the epochs the leader had; the committed ISR is adopted, a refusal drops the
-proposal and re-reads the metadata, and an answer arriving after a leadership change is ignored."""
+proposal and re-reads the metadata, and an answer arriving after a leadership change is ignored. Proposals
+are batched: those of one loop step go in one request, those made while it is in flight in the next, and a
+partition refused in a batch does not fail the others."""
 
 import asyncio
 
 import pytest
 
-from brokerd.metadata.errors import MetadataError
+from brokerd.metadata.errors import ControlPlaneUnavailableError, MetadataError
 from brokerd.metadata.image import PartitionAssignment
+from brokerd.metadata.store import IsrProposal
 from brokerd.replication.isr import IsrManager
 from tests.brokerd.replication.conftest import assignment, build_batch
 
@@ -17,19 +20,26 @@ class Refused(MetadataError):
 
 
 class FakeControlPlane:
-    """AlterPartition answered when the test releases it: commit (partition epoch + 1) or refuse."""
+    """AlterPartition answered when the test releases it: "commit" (partition epoch + 1), "refuse" (every
+    partition refused), "fail" (the whole request), or a set of partition indexes to refuse."""
 
     def __init__(self) -> None:
         self.proposals: list[tuple[int, int, tuple[int, ...]]] = []
+        self.requests: list[list[IsrProposal]] = []
         self.refreshes = 0
         self.answer: asyncio.Future | None = None
 
-    async def alter_partition(self, topic, partition, leader_epoch, partition_epoch, isr) -> PartitionAssignment:
-        self.proposals.append((leader_epoch, partition_epoch, isr))
+    async def alter_partitions(self, proposals) -> list[PartitionAssignment | MetadataError]:
+        self.requests.append(list(proposals))
+        self.proposals += [(p.leader_epoch, p.partition_epoch, p.isr) for p in proposals]
         self.answer = asyncio.get_running_loop().create_future()
-        if await self.answer == "refuse":
-            raise Refused("stale partition epoch")
-        return assignment(1, leader_epoch, isr=isr, partition_epoch=partition_epoch + 1)
+        answer = await self.answer
+        if answer == "fail":
+            raise ControlPlaneUnavailableError("no answer")
+        refused = {p.partition for p in proposals} if answer == "refuse" else set() if answer == "commit" else answer
+        return [Refused("stale partition epoch") if p.partition in refused
+                else assignment(1, p.leader_epoch, isr=p.isr, partition_epoch=p.partition_epoch + 1)
+                for p in proposals]
 
     async def refresh(self) -> None:
         self.refreshes += 1
@@ -106,6 +116,72 @@ def test_nothing_is_proposed_by_a_follower_or_for_an_unchanged_isr(make_partitio
         assert not isr.propose(leader, (1, 2, 3))
         await settle()
         assert control_plane.proposals == []
+        await isr.stop()
+
+    asyncio.run(scenario())
+
+
+@pytest.fixture
+def leaders(make_partition):
+    """Partitions 0..2 of topic "t", led here at leader epoch 3, partition epoch 7, ISR (1, 2, 3)."""
+    partitions = []
+    for index in range(3):
+        partition = make_partition(1, index=index)
+        partition.make_leader(assignment(1, 3, partition_epoch=7), now_ms=0)
+        partitions.append(partition)
+    return partitions
+
+
+def test_proposals_of_one_loop_step_share_one_request_and_later_ones_wait_for_the_next(leaders):
+    async def scenario():
+        control_plane = FakeControlPlane()
+        isr = IsrManager(control_plane)
+        assert isr.propose(leaders[0], (1, 2)) and isr.propose(leaders[1], (1, 3))
+        await settle()
+        assert [[(p.partition, p.isr) for p in r] for r in control_plane.requests] == [[(0, (1, 2)), (1, (1, 3))]]
+        assert isr.propose(leaders[2], (1, 2))  # while the first request is in flight
+        await settle()
+        assert len(control_plane.requests) == 1
+        control_plane.answer.set_result("commit")
+        await settle()
+        assert [p.partition for p in control_plane.requests[1]] == [2]
+        assert [p.isr for p in leaders[:2]] == [(1, 2), (1, 3)]
+        control_plane.answer.set_result("commit")
+        await settle()
+        assert leaders[2].isr == (1, 2) and isr.shrinks == 3
+        await isr.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_partition_refused_in_a_batch_does_not_fail_the_others(leaders):
+    async def scenario():
+        control_plane = FakeControlPlane()
+        isr = IsrManager(control_plane)
+        for partition in leaders:
+            isr.propose(partition, (1, 2))
+        await settle()
+        control_plane.answer.set_result({1})
+        await settle()
+        assert [(p.isr, p.partition_epoch, p.pending_isr) for p in leaders] == [
+            ((1, 2), 8, None), ((1, 2, 3), 7, None), ((1, 2), 8, None)]
+        assert control_plane.refreshes == 1  # once for the request, not per refused partition
+        await isr.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_request_drops_every_proposal_in_it(leaders):
+    async def scenario():
+        control_plane = FakeControlPlane()
+        isr = IsrManager(control_plane)
+        for partition in leaders:
+            isr.propose(partition, (1, 2))
+        await settle()
+        control_plane.answer.set_result("fail")
+        await settle()
+        assert [(p.isr, p.pending_isr) for p in leaders] == [((1, 2, 3), None)] * 3
+        assert all(isr.propose(p, (1, 2)) for p in leaders)  # the next ISR check proposes again
         await isr.stop()
 
     asyncio.run(scenario())

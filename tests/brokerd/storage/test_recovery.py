@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from brokerd.storage import LogManager
+from brokerd.storage.checkpoints import read_epochs
 
 from .conftest import build_batch, decode  # noqa: TID252
 
@@ -116,8 +117,9 @@ def test_unclean_shutdown_recovers_only_from_the_recovery_point(tmp_path, clock)
 
 
 def test_leader_epochs_are_written_without_fsync_and_recovered_from_the_batches(tmp_path, clock, monkeypatch):
-    """The oracle: the epochs the batches were appended under. A new epoch costs no fsync; `flush` fsyncs the
-    checkpoint; after a crash that lost it, recovery assigns every epoch again from the batch headers."""
+    """The oracle: the epochs the batches were appended under. A new epoch costs no fsync and no file write;
+    `flush` writes and fsyncs the checkpoint; after a crash that lost it, recovery assigns every epoch again
+    from the batch headers."""
     manager = LogManager([tmp_path], DEFAULTS, clock)
     manager.startup()
     log = manager.get_or_create_log("t", 0)
@@ -130,10 +132,13 @@ def test_leader_epochs_are_written_without_fsync_and_recovered_from_the_batches(
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (fsynced.append(os.readlink(f"/proc/self/fd/{fd}")),
                                                  real_fsync(fd)))
+    on_disk = log.leader_epoch_cache.path.read_bytes() if log.leader_epoch_cache.path.exists() else b""
     log.leader_epoch_cache.assign(7, log.log_end_offset)  # what becoming leader at epoch 7 does
     assert fsynced == []
+    assert (log.leader_epoch_cache.path.read_bytes() if log.leader_epoch_cache.path.exists() else b"") == on_disk
     log.flush()
     assert str(log.leader_epoch_cache.path) in fsynced
+    assert read_epochs(log.leader_epoch_cache.path)[-1] == (7, log.log_end_offset)
     monkeypatch.undo()
     manager.handles.clear()
     (tmp_path / "t-0" / "leader-epoch-checkpoint").unlink()  # lost in the crash

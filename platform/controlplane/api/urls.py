@@ -32,6 +32,9 @@ from controlplane.reports.api.views import ReportRunViewSet, ReportScheduleViewS
 from controlplane.topics.api.views import PartitionViewSet, TopicViewSet
 
 router = DefaultRouter()
+router.include_format_suffixes = False
+"""No `<pk>.<format>` routes: `DELETE /api/alerts/endpoints/1.6/` would reach a view with the format "6" and be
+answered 404 by content negotiation before the permission check (`?format=json` still works)."""
 router.register("brokers", BrokerViewSet)
 router.register("topics", TopicViewSet, basename="topic")
 router.register("partitions", PartitionViewSet)

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The whole suite: lint, import contracts, then every test once, in two passes side by side (their databases
 # and ports are apart; most of the integration tests' time is spent waiting on brokers, not on the CPU):
-#   - the control-plane and dashboard tests on a throwaway PostgreSQL (production's database), and beside them
-#     the Spark job tests (no database; there only to even out the two passes' durations);
+#   - the control-plane and dashboard tests on a throwaway PostgreSQL (production's database);
 #   - the rest on SQLite (the integration tests' control planes run on SQLite, `make run`'s default).
 # Starts its own Redis and PostgreSQL and stops them on exit. Each pass ends with its 30 slowest tests; the
 # PostgreSQL pass's output is kept in var/test-postgresql.log and printed after the SQLite pass's.
@@ -19,14 +18,14 @@ echo "== ruff";         $BIN/ruff check .
 echo "== import contracts"; $BIN/lint-imports
 database_url=$(scripts/postgres.sh start)
 mkdir -p var
-DATABASE_URL=$database_url $BIN/pytest tests/controlplane tests/webui tests/spark_jobs --durations=30 "$@" >var/test-postgresql.log 2>&1 &
+DATABASE_URL=$database_url $BIN/pytest tests/controlplane tests/webui --durations=30 "$@" >var/test-postgresql.log 2>&1 &
 postgresql_pass=$!
-echo "== tests (SQLite; the control-plane, dashboard and Spark job tests run meanwhile, on PostgreSQL)"
+echo "== tests (SQLite; the control-plane and dashboard tests run meanwhile on PostgreSQL)"
 sqlite_status=0
-$BIN/pytest --ignore=tests/controlplane --ignore=tests/webui --ignore=tests/spark_jobs --durations=30 "$@" || sqlite_status=$?
+$BIN/pytest --ignore=tests/controlplane --ignore=tests/webui --durations=30 "$@" || sqlite_status=$?
 postgresql_status=0
 wait $postgresql_pass || postgresql_status=$?
-echo "== control-plane, dashboard and Spark job tests (PostgreSQL)"
+echo "== control-plane and dashboard tests (PostgreSQL)"
 cat var/test-postgresql.log
 echo "== SQLite pass exit $sqlite_status, PostgreSQL pass exit $postgresql_status"
 [ $sqlite_status -eq 0 ] && [ $postgresql_status -eq 0 ]

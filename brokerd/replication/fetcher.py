@@ -8,7 +8,10 @@ replica Fetch v11 (`replica_id` = this broker) at its log end offset, appending 
 verbatim (`Partition.append_as_follower`; the response is parsed by hand so records stay a slice of
 the received frame and are never decoded), then fetching again at once: that next fetch carries the new log
 end offset, from which the leader moves the high watermark and answers its acks=all produces. The request is
-laid out by hand too (`brokerd.protocol.fetch_request`), as it is on that latency path. Requests
+laid out by hand too (`brokerd.protocol.fetch_request`), as it is on that latency path. The fetches go in a
+fetch session with the leader (KIP-227, `FetchSessionHandler`): after the first, full one, a request names only
+the partitions whose position changed and the answer only those with records or a new high watermark, log
+start offset or error, so an idle follower of thousands of partitions sends and handles almost nothing. Requests
 go over one `brokerd.client.BrokerClient` (framing, correlation ids, timeouts); the Fetch response is laid
 out by `brokerd.protocol.fetch_response`.
 
@@ -43,6 +46,7 @@ from brokerd.protocol.fetch_request import REPLICA_FETCH_VERSION, FetchPosition,
 from brokerd.protocol.fetch_response import decode_fetch_response
 from brokerd.records.batch import whole_batches_length
 from brokerd.replication.config import ReplicationConfig
+from brokerd.replication.fetch_session import FetchSessionHandler
 from brokerd.replication.partition import Partition
 from brokerd.replication.throttle import ReplicationQuota
 from brokerd.types import BrokerId, LeaderEpoch, TopicPartition
@@ -79,6 +83,7 @@ class ReplicaFetcher:
         self._changed = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._client = BrokerClient(source.host, source.port, f"strom-replica-fetcher-{node_id}")
+        self._session = FetchSessionHandler()
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(broker {self.source.node_id} at {self.source.host}:{self.source.port})"
@@ -127,6 +132,7 @@ class ReplicaFetcher:
             except TRANSPORT_ERRORS as exc:
                 log.info("%s: %s; retrying in %.0f ms", self, exc or type(exc).__name__, backoff * 1000)
                 self._client.close()  # a response that did not parse leaves the connection out of step too
+                self._session.reset()
                 await self._wait_changed(backoff)
                 backoff = min(backoff * 2, 1.0)
 
@@ -212,21 +218,25 @@ class ReplicaFetcher:
             await self._wait_changed(min(waits) if waits else None)
             return
         sent: dict[TopicPartition, tuple[FetchState, int]] = {}
-        by_topic: dict[str, list[FetchPosition]] = {}
+        wanted: dict[TopicPartition, FetchPosition] = {}
         max_bytes = self.config.replica_fetch_max_bytes
         for key, state in ready.items():
             partition = state.partition
             offset = partition.log_end_offset
             sent[key] = (state, offset)
-            by_topic.setdefault(key.topic, []).append(FetchPosition(
-                key.partition, state.leader_epoch, offset, partition.log_start_offset,
-                min(max_bytes, allowance) if key in throttled else max_bytes))
+            wanted[key] = FetchPosition(key.partition, state.leader_epoch, offset, partition.log_start_offset,
+                                        min(max_bytes, allowance) if key in throttled else max_bytes)
+        plan = self._session.build(wanted)
         wait_ms = self.config.replica_fetch_wait_max_ms
         request = encode_replica_fetch_request(self.node_id, wait_ms, 1, self.config.replica_fetch_response_max_bytes,
-                                               by_topic.items())
+                                               plan.topics.items(), plan.session, plan.forgotten.items())
         frame = await self._client.request_body(ApiKey.FETCH, REPLICA_FETCH_VERSION, request,
                                                 self._request_timeout_s(wait_ms))
         body = decode_fetch_response(memoryview(frame))
+        if not self._session.handle_response(body.error_code, body.session_id):
+            log.info("%s: fetch session %d at epoch %d: %s; the next fetch is a full one", self, *plan.session,
+                     ErrorCode(body.error_code).name)
+            return
         for position, fetched in enumerate(body.partitions, 1):
             if position % PARTITIONS_PER_SLICE == 0:
                 await asyncio.sleep(0)  # every state is checked again below: a change meanwhile is seen

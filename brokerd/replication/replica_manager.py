@@ -45,6 +45,7 @@ from brokerd.replication.fetcher import ReplicaFetcher
 from brokerd.replication.isr import IsrManager
 from brokerd.replication.partition import AppendResult, Partition
 from brokerd.replication.purgatory import FetchPurgatory, ProducePurgatory
+from brokerd.replication.session_cache import FetchSessionCache
 from brokerd.replication.throttle import ReplicationQuota
 from brokerd.storage import Log, LogManager, NewLog
 from brokerd.storage.log_dir import LogDirectory
@@ -94,6 +95,8 @@ class ReplicaManager:
         self.topic_metrics = BrokerTopicMetrics(enabled=metrics_enabled)
         """Per-topic byte/message/request counters; each Partition bumps its topic's."""
         self.fetch_purgatory = FetchPurgatory()
+        self.fetch_sessions = FetchSessionCache(self.config.fetch_session_cache_slots)
+        """The fetch sessions (KIP-227) of the followers fetching from this broker as leader."""
         self.produce_purgatory = ProducePurgatory()
         self.isr = IsrManager(metadata)
         self.follower_quota = ReplicationQuota()

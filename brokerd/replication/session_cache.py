@@ -10,10 +10,11 @@ Epoch -1 closes a session; a missing session answers FETCH_SESSION_ID_NOT_FOUND,
 INVALID_FETCH_SESSION_EPOCH, and the follower falls back to a full fetch in a new session.
 
 Only replica fetches get sessions: consumers asking for one are answered with session id 0 (Kafka's answer
-when it declines), so they stay sessionless. The cache holds `slots` sessions (Kafka's
-`max.incremental.fetch.session.cache.slots`); a new session evicts the least recently used one, whose
-follower then gets FETCH_SESSION_ID_NOT_FOUND once. Sessions do not survive a restart (memory only), which
-the follower sees the same way. Event loop only.
+when it declines), so they stay sessionless. A follower has at most one session here (a new one replaces its
+previous one: Strom runs one fetcher per leader, Kafka's `num.replica.fetchers` = 1), so stopped fetchers leave
+no sessions behind. The cache holds `slots` sessions (Kafka's `max.incremental.fetch.session.cache.slots`); a
+new session evicts the least recently used one, whose follower then gets FETCH_SESSION_ID_NOT_FOUND once.
+Sessions do not survive a restart (memory only), which the follower sees the same way. Event loop only.
 """
 
 import random
@@ -84,9 +85,14 @@ class FetchSessionCache:
         return len(self._sessions)
 
     def create(self, replica_id: BrokerId) -> FetchSession | None:
-        """A new empty session (None when `slots` is 0), evicting the least recently used one if full."""
+        """A new empty session for follower `replica_id` (None when `slots` is 0). It replaces that follower's
+        previous session: a broker fetches from this one over a single fetcher, so a new session means the old
+        one's answers are no longer read (its fetcher restarted, or its session broke). When full, the least
+        recently used session is evicted."""
         if self.slots <= 0:
             return None
+        for stale in [s.id for s in self._sessions.values() if s.replica_id == replica_id]:
+            del self._sessions[stale]
         while len(self._sessions) >= self.slots:
             self._sessions.popitem(last=False)
             self.evictions += 1

@@ -122,8 +122,7 @@ def test_epochs_wrap_to_one():
 
 def test_sessions_get_distinct_ids_and_an_update_adds_replaces_and_forgets():
     cache = FetchSessionCache(slots=10)
-    session = cache.create(2)
-    other = cache.create(3)
+    session, other = cache.create(2), cache.create(3)
     assert session is not None and other is not None and session.id != other.id and 0 not in (session.id, other.id)
     assert (session.epoch, session.replica_id) == (1, 2)
 
@@ -143,6 +142,17 @@ def test_a_full_cache_evicts_the_least_recently_used_session():
 
     assert third is not None and len(cache) == 2 and cache.evictions == 1
     assert cache.get(second.id) is None and cache.get(first.id) is first
+
+
+def test_a_followers_new_session_replaces_its_previous_one():
+    cache = FetchSessionCache(slots=10)
+    old, other = cache.create(2), cache.create(3)
+    assert old is not None and other is not None
+
+    new = cache.create(2)
+
+    assert new is not None and cache.get(old.id) is None and cache.get(other.id) is other
+    assert len(cache) == 2 and cache.evictions == 0
 
 
 def test_no_slots_means_no_sessions():

@@ -161,23 +161,30 @@ async def handle(request, context: RequestContext) -> RawResponse:
         return RawResponse(chunks, size)  # type: ignore[arg-type]
     session_id = 0 if session is None else session.id
     keys = [(name, p.partition) for name, _, partitions in requested if name is not None for p in partitions]
-    if incremental:
-        keys = list(session.partitions.keys() | set(keys))  # type: ignore[union-attr]
+    replicas = context.services.replicas
+    if session is not None:
+        replicas.record_session_fetch(session)
     first_pass = True
     while True:
-        topics = _with_session_news(context, session, requested, replica_id, first_pass) if incremental else requested
+        if incremental:
+            session.watch()  # type: ignore[union-attr]
+            topics = _with_session_news(context, session, requested, replica_id, first_pass)  # type: ignore[arg-type]
+        else:
+            topics = requested
         answers, total, errored = await _read_all(request, context, topics, first_pass)
         first_pass = False
         remaining = deadline - loop.time()
-        if total >= request.min_bytes or errored or remaining <= 0 or not keys:
+        if total >= request.min_bytes or errored or remaining <= 0 or not (keys or incremental):
             if session is not None:
                 answers = _remember_sent(session, answers, incremental)
-            context.services.replicas.topic_metrics.record_fetch(
-                ((a.name, a.partitions) for a in answers), from_follower)
+            replicas.topic_metrics.record_fetch(((a.name, a.partitions) for a in answers), from_follower)
             chunks, size = wire.encode_fetch_response(context.version, answers, session_id=session_id,
                                                       node_endpoints=_node_endpoints(context, answers))
             return RawResponse(chunks, size)  # type: ignore[arg-type]
-        await context.services.replicas.wait_for_appends(keys, remaining)
+        if incremental:
+            await session.wait_for_change(remaining)  # type: ignore[union-attr]
+        else:
+            await replicas.wait_for_appends(keys, remaining)
 
 
 # --- fetch sessions (KIP-227; the bookkeeping is brokerd.replication.session_cache) ----------------------------
@@ -225,24 +232,27 @@ def _forgotten(request, context: RequestContext) -> list[TopicPartition]:
 
 def _with_session_news(context: RequestContext, session: FetchSession, requested: list, replica_id: int,
                        first_pass: bool) -> list[tuple[str | None, uuid.UUID, list]]:
-    """The requested partitions, and every other partition of the session unless it is quiet: still led here in
-    the cached epoch, the follower at our log end, high watermark and log start offset as last sent. A quiet
-    one counts as fetched at its cached offset (on the first pass) without being read or answered."""
+    """The requested partitions, and every other changed partition of the session unless it is quiet (see
+    `brokerd.replication.session_cache`): a quiet one leaves `changed` and, on the first pass, counts as fetched
+    at its cached offset, without being read or answered."""
     replicas = context.services.replicas
     image = context.services.metadata.image
     asked = {(name, p.partition) for name, _, partitions in requested if name is not None for p in partitions}
     news: dict[str, list[CachedPartition]] = {}
-    for key, cached in session.partitions.items():
+    for key in list(session.changed):
         if key in asked:
             continue
+        cached = session.partitions[key]
         partition = replicas.replica(*key)
         if (partition is not None and partition.is_leader
                 and cached.current_leader_epoch in (-1, partition.leader_epoch)
                 and cached.fetch_offset == partition.log_end_offset
                 and cached.sent_high_watermark == partition.high_watermark
-                and cached.sent_log_start_offset == partition.log_start_offset):
+                and cached.sent_log_start_offset == partition.log_start_offset
+                and replica_id in partition.isr):
             if first_pass:
                 replicas.record_follower_fetch(partition, replica_id, cached.fetch_offset)
+            session.changed.discard(key)
             continue
         news.setdefault(key.topic, []).append(cached)
     topics = list(requested)

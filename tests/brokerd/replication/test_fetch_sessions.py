@@ -2,6 +2,8 @@
 answers and errors move the session) and the leader's `FetchSessionCache` / `FetchSession` (updates, epochs,
 least-recently-used eviction). The wire behaviour with a real broker is in tests/integration/test_fetch_sessions.py."""
 
+import asyncio
+
 import pytest
 from kio.schema.errors import ErrorCode
 
@@ -165,3 +167,88 @@ def test_a_removed_session_is_gone():
     assert session is not None
     cache.remove(session.id)
     assert cache.get(session.id) is None and len(cache) == 0
+
+
+def test_a_session_looks_at_what_requests_name_and_events_mark_until_the_handler_finds_it_quiet():
+    session = FetchSessionCache(slots=10).create(2)
+    assert session is not None
+    session.update([("t", [position(0, 10), position(1, 5)])], ())
+    assert session.changed == {TopicPartition("t", 0), TopicPartition("t", 1)}  # a new session: all looked at
+
+    session.changed.clear()  # what the Fetch handler does with quiet partitions
+    session.mark_changed(TopicPartition("t", 1))
+    session.mark_changed(TopicPartition("other", 0))  # not in the session
+    assert session.changed == {TopicPartition("t", 1)}
+
+    session.update([], [TopicPartition("t", 1)])
+    assert session.changed == set()
+
+
+def test_events_reach_the_sessions_holding_the_partition_and_the_sweep_marks_everything():
+    cache = FetchSessionCache(slots=10)
+    first, second = cache.create(2), cache.create(3)
+    assert first is not None and second is not None
+    first.update([("t", [position(0, 10), position(1, 5)])], ())
+    second.update([("t", [position(1, 5)])], ())
+    first.changed.clear()
+    second.changed.clear()
+
+    cache.mark_changed(TopicPartition("t", 1))
+    assert (first.changed, second.changed) == ({TopicPartition("t", 1)}, {TopicPartition("t", 1)})
+
+    cache.mark_all_changed()
+    assert first.changed == set(first.partitions) and second.changed == {TopicPartition("t", 1)}
+
+
+def test_a_waiting_fetch_wakes_on_a_change_of_its_partitions_only():
+    async def scenario():
+        session = FetchSessionCache(slots=10).create(2)
+        assert session is not None
+        session.update([("t", [position(0, 10)])], ())
+
+        session.watch()
+        session.mark_changed(TopicPartition("other", 0))
+        assert not await session.wait_for_change(0.05)
+
+        session.watch()
+        session.mark_changed(TopicPartition("t", 0))  # before the wait (during the handler's pass): not missed
+        assert await session.wait_for_change(5)
+
+    asyncio.run(scenario())
+
+
+CAUGHT_UP = {
+    # (cached fetch offset, cached leader epoch, leader's epoch, leader's log end): the session's last fetch or -1
+    "at the log end": (10, 3, 3, 10, 1_000),
+    "no epoch sent": (10, -1, 3, 10, 1_000),
+    "behind the log end": (9, 3, 3, 10, -1),
+    "another epoch": (10, 2, 3, 10, -1),
+}
+
+
+@pytest.mark.parametrize(("offset", "cached_epoch", "epoch", "log_end", "expected"), CAUGHT_UP.values(),
+                         ids=CAUGHT_UP.keys())
+def test_caught_up_as_the_session_shows(offset, cached_epoch, epoch, log_end, expected):
+    cache = FetchSessionCache(slots=10)
+    session = cache.create(2)
+    assert session is not None
+    session.update([("t", [FetchPosition(0, cached_epoch, offset, 0, 1_048_576)])], ())
+    session.last_fetch_ms = 1_000
+
+    assert cache.caught_up_ms(2, TopicPartition("t", 0), epoch, log_end) == expected
+    assert cache.caught_up_ms(3, TopicPartition("t", 0), epoch, log_end) == -1  # no session
+    assert cache.caught_up_ms(2, TopicPartition("t", 1), epoch, log_end) == -1  # not in it
+
+
+def test_an_evicted_or_replaced_session_no_longer_answers_for_its_follower():
+    cache = FetchSessionCache(slots=1)
+    session = cache.create(2)
+    assert session is not None
+    session.update([("t", [position(0, 10)])], ())
+    session.last_fetch_ms = 5
+
+    cache.create(3)  # evicts 2's
+
+    assert cache.caught_up_ms(2, TopicPartition("t", 0), 3, 10) == -1
+    cache.mark_changed(TopicPartition("t", 0))  # no session of 2 is told any more
+    assert len(cache) == 1

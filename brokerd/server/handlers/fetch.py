@@ -3,9 +3,16 @@
 Long poll: if fewer than `min_bytes` are available (and no partition errored), wait for an append to
 one of the fetched partitions or `max_wait`, then read again. `max_bytes` (v3+) bounds the whole response
 and `partition_max_bytes` each partition, except that the first non-empty partition always returns at
-XX
-which every client accepts as "sessionless". Read uncommitted = read committed: there are no
-transactions.
+least one whole batch (KIP-74). Read uncommitted = read committed: there are no transactions.
+
+Fetch sessions (KIP-227, v7+; bookkeeping in `brokerd.replication.session_cache`): a replica fetch with
+session_epoch 0 opens one, and its incremental fetches name only the partitions whose position changed; every
+other partition of the session is fetched at its cached offset. Only the session's changed partitions are
+looked at (appends, high-watermark moves and role changes mark them; a sweep marks all every few seconds), and
+of those the quiet ones (nothing to answer, the follower caught up) are neither read nor answered, so an idle
+follower costs next to nothing per fetch; its long poll waits for a change to one of its partitions. An
+incremental answer names only partitions with news. A consumer asking for a session is answered sessionless
+(session id 0), which every client accepts.
 
 Consumers read up to the high watermark. A replica Fetch (`replica_id` >= 0, or `replica_state` from
 v15, from a follower's `ReplicaFetcher`) reads up to the log end offset, and its fetch offsets are the
@@ -26,10 +33,10 @@ Per-version meaning:
 The response is laid out by `brokerd.protocol.fetch_response`; `preferred_read_replica` (v11+) is always
 -1: this broker serves the read.
 
-A fetch of many partitions (a follower's, sessionless: every partition it follows here, every round) gives
-the event loop back every `PARTITIONS_PER_SLICE` partitions: read at once, one follower's 3,000 empty partitions
-held every other request of the broker (a Metadata, the control plane's long poll) up for tens of ms each
-round. Each partition is answered from its own state at its turn, as Kafka reads partition by partition.
+A fetch of many partitions (a full one: a follower opening its session, or a consumer's) gives the event loop
+back every `PARTITIONS_PER_SLICE` partitions: read at once, one follower's 3,000 empty partitions held every
+other request of the broker (a Metadata, the control plane's long poll) up for tens of ms each round. Each
+partition is answered from its own state at its turn, as Kafka reads partition by partition.
 """
 
 import asyncio

@@ -175,7 +175,8 @@ async def handle(request, context: RequestContext) -> RawResponse:
     while True:
         if incremental:
             session.watch()  # type: ignore[union-attr]
-            topics = _with_session_news(context, session, requested, replica_id, first_pass)  # type: ignore[arg-type]
+            topics = await _with_session_news(context, session, requested, replica_id,  # type: ignore[arg-type]
+                                              first_pass)
         else:
             topics = requested
         answers, total, errored = await _read_all(request, context, topics, first_pass)
@@ -237,19 +238,21 @@ def _forgotten(request, context: RequestContext) -> list[TopicPartition]:
     return keys
 
 
-def _with_session_news(context: RequestContext, session: FetchSession, requested: list, replica_id: int,
-                       first_pass: bool) -> list[tuple[str | None, uuid.UUID, list]]:
+async def _with_session_news(context: RequestContext, session: FetchSession, requested: list, replica_id: int,
+                             first_pass: bool) -> list[tuple[str | None, uuid.UUID, list]]:
     """The requested partitions, and every other changed partition of the session unless it is quiet (see
     `brokerd.replication.session_cache`): a quiet one leaves `changed` and, on the first pass, counts as fetched
-    at its cached offset, without being read or answered."""
+    at its cached offset, without being read or answered. After a sweep every partition is looked at: the event
+    loop runs other work every `PARTITIONS_PER_SLICE` of them."""
     replicas = context.services.replicas
-    image = context.services.metadata.image
     asked = {(name, p.partition) for name, _, partitions in requested if name is not None for p in partitions}
     news: dict[str, list[CachedPartition]] = {}
-    for key in list(session.changed):
-        if key in asked:
+    for visited, key in enumerate(list(session.changed), 1):
+        if visited % PARTITIONS_PER_SLICE == 0:
+            await asyncio.sleep(0)
+        cached = session.partitions.get(key)
+        if key in asked or cached is None:  # asked: read below; None: forgotten by a later fetch meanwhile
             continue
-        cached = session.partitions[key]
         partition = replicas.replica(*key)
         if (partition is not None and partition.is_leader
                 and cached.current_leader_epoch in (-1, partition.leader_epoch)
@@ -263,6 +266,7 @@ def _with_session_news(context: RequestContext, session: FetchSession, requested
             continue
         news.setdefault(key.topic, []).append(cached)
     topics = list(requested)
+    image = context.services.metadata.image
     for name, partitions in news.items():
         known = image.topics.get(name)
         topics.append((name, NO_TOPIC_ID if known is None else known.uuid, partitions))

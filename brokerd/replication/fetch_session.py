@@ -22,8 +22,6 @@ from kio.schema.errors import ErrorCode
 from brokerd.protocol.fetch_request import INITIAL_EPOCH, FetchPosition, next_epoch
 from brokerd.types import TopicPartition
 
-SESSION_ERRORS = frozenset({ErrorCode.fetch_session_id_not_found, ErrorCode.invalid_fetch_session_epoch})
-
 
 @dataclass(frozen=True, slots=True)
 class SessionRequest:
@@ -33,10 +31,6 @@ class SessionRequest:
     """(session_id, session_epoch)."""
     topics: dict[str, list[FetchPosition]]
     forgotten: dict[str, list[int]]
-
-    @property
-    def full(self) -> bool:
-        return self.session[1] == INITIAL_EPOCH
 
 
 class FetchSessionHandler:
@@ -67,7 +61,8 @@ class FetchSessionHandler:
 
     def handle_response(self, error_code: int, session_id: int) -> bool:
         """Record the leader's answer to the last `build`; True if its partitions are to be applied (False after
-        a top-level error, a session error (`SESSION_ERRORS`) or another: the next request is a full fetch)."""
+        a top-level error — FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH or another: the next request is
+        a full fetch)."""
         pending, self._pending = self._pending, None
         if error_code != ErrorCode.none:
             self.session_id, self.epoch, self._held = 0, INITIAL_EPOCH, {}

@@ -34,7 +34,7 @@ def opened(handler: FetchSessionHandler, session_id: int = 77, **offsets: int) -
 def test_the_first_request_is_full_and_opens_a_session():
     handler = FetchSessionHandler()
     request = handler.build(wanted(p0=10, p1=5))
-    assert (request.session, request.full, named(request), request.forgotten) == ((0, 0), True, {"t": [0, 1]}, {})
+    assert (request.session, named(request), request.forgotten) == ((0, 0), {"t": [0, 1]}, {})
 
     assert handler.handle_response(ErrorCode.none, 77)
     assert (handler.session_id, handler.epoch) == (77, 1)
@@ -57,7 +57,7 @@ def test_an_incremental_request_names_only_what_changed(now, names, forgets):
 
     request = handler.build(wanted(**now))
 
-    assert request.session == (77, 1) and not request.full
+    assert request.session == (77, 1)
     assert sorted(named(request).get("t", [])) == names
     assert sorted(request.forgotten.get("t", [])) == forgets
 

@@ -8,6 +8,10 @@ wait for replication. So a producer's next request is appended while the previou
 the channel until the response is sent, which adds a whole replication round trip per queued request); at
 most `MAX_PIPELINED_REQUESTS` are in progress at once.
 
+Loop turns on the acks=all path are few: a request starts in the loop step its bytes arrive (`data_received`),
+and the first request in progress writes its answer in the step it completes when the answer is only bytes and
+nothing else is being written (`_run`); `_process` writes the others, in order.
+
 Received frames queue up to `MAX_QUEUED_FRAMES` or `max_frame_bytes` bytes (counted until a request starts),
 then reading pauses (backpressure). No request starts while an answer waits to leave the transport's buffer
 (below its high-water mark): a client that never reads its responses holds one response being written, the
@@ -137,12 +141,13 @@ class KafkaConnection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self.last_active = asyncio.get_running_loop().time()
         self._writable.set()
+        self._progress.set()  # requests may start again
 
     # lifecycle
     @property
     def idle(self) -> bool:
         """Neither handling a request nor receiving one: only waiting for the client (to send or to read)."""
-        return (not self.busy and not self._frames) or self._awaiting_client
+        return (not self.busy and not self._frames) or self._awaiting_client or not self._writable.is_set()
 
     def close(self) -> None:
         """Close gracefully (the broker stops): the requests not yet started are dropped."""
@@ -237,9 +242,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def _start_ready(self) -> bool:
         """Start the next queued request if the rules allow (the previous one completed or released, fewer than
-        `MAX_PIPELINED_REQUESTS` in progress; the caller checked no answer is being written); True if started."""
+        `MAX_PIPELINED_REQUESTS` in progress, no answer waiting for the client to read; the caller checked no
+        answer is being written); True if started."""
         in_progress = self._in_progress
-        if self._frames and len(in_progress) < MAX_PIPELINED_REQUESTS and (
+        if self._frames and self._writable.is_set() and len(in_progress) < MAX_PIPELINED_REQUESTS and (
                 not in_progress or in_progress[-1].released):
             in_progress.append(self._start(self._frames.popleft()))
             self.busy = True
@@ -272,7 +278,8 @@ class KafkaConnection(asyncio.Protocol):
         chunks = await self._dispatcher.dispatch(frame, self._client_host, release)
         transport = self._transport
         if (chunks is None or transport is None or self._writing or not self._writable.is_set()
-                or self._in_progress[0] is not request or not all(isinstance(chunk, bytes) for chunk in chunks)):
+                or not self._in_progress or self._in_progress[0] is not request
+                or not all(isinstance(chunk, bytes) for chunk in chunks)):
             return chunks
         transport.writelines(chunks)  # type: ignore[arg-type]
         self.last_active = asyncio.get_running_loop().time()

@@ -20,6 +20,7 @@ frame before it is used, so a lying count fails on the first element that is not
 import struct
 from typing import NamedTuple
 
+from brokerd.protocol.bounds import skip_tagged_fields
 from brokerd.protocol.errors import MalformedRequestError
 from brokerd.varints import VarintError, read_uvarint
 
@@ -130,10 +131,10 @@ def _read_flexible(frame: bytes, position: int, version: int) -> tuple[ProduceRe
                 records = bytearray(view[position:_end(position, length - 1, size)])
                 position += length - 1
             partitions.append(_new(PartitionData, (index, records)))
-            position = _skip_tags(frame, position, size)
+            position = skip_tagged_fields(frame, position)
         topics.append(_new(TopicData, (name, tuple(partitions))))
-        position = _skip_tags(frame, position, size)
-    return ProduceRequest(transactional_id, acks, timeout_ms, tuple(topics)), _skip_tags(frame, position, size)
+        position = skip_tagged_fields(frame, position)
+    return ProduceRequest(transactional_id, acks, timeout_ms, tuple(topics)), skip_tagged_fields(frame, position)
 
 
 def _uvarint(frame: bytes, position: int) -> tuple[int, int]:
@@ -156,12 +157,3 @@ def _checked_count(count: int) -> int:
         raise MalformedRequestError("a null array where Produce has a non-nullable one")
     return count
 
-
-def _skip_tags(frame: bytes, position: int, size: int) -> int:
-    """The position after a tag section: its fields skipped (Kafka skips tags it does not know)."""
-    count, position = _uvarint(frame, position)
-    for _ in range(count):
-        _tag, position = _uvarint(frame, position)
-        length, position = _uvarint(frame, position)
-        position = _end(position, length, size)
-    return position

@@ -29,8 +29,12 @@ CLUSTER = "strom"
 class RunningBurrow:
     url: str
     log_file: Path
+    process: subprocess.Popen
 
     def get(self, path: str) -> dict:
+        """The JSON body of `GET /v3/kafka/strom{path}`; AssertionError with the end of Burrow's log when Burrow
+        has exited (it does when a module fails to start)."""
+        assert self.process.poll() is None, f"Burrow exited: {self.log_file.read_text()[-3000:]}"
         response = requests.get(f"{self.url}/v3/kafka/{CLUSTER}{path}", timeout=5)
         return response.json()
 
@@ -122,7 +126,7 @@ expire-cache=1
         try:
             wait_until(lambda: process.poll() is not None or _answers(url), 60, message="Burrow's HTTP API")
             assert process.poll() is None, (directory / "burrow.log").read_text()[-3000:]
-            yield RunningBurrow(url, directory / "burrow.log")
+            yield RunningBurrow(url, directory / "burrow.log", process)
         finally:
             _stop(process)
     finally:

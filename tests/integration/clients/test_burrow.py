@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from tests.support.broker import REPO_ROOT
 from tests.support.burrow import burrow
@@ -69,19 +69,38 @@ def _group_status(running) -> str | None:
     return status.get("status") if not body.get("error") and status.get("partition_count") == 3 else None
 
 
+def _offsets_topic_led(bootstrap: str) -> bool:
+    """Every `__consumer_offsets` partition answers ListOffsets from its leader. Burrow 1.2.1 exits when its
+    consumer module fails to start, and a partition whose leader has not yet taken over refuses the first
+    request with NOT_LEADER_OR_FOLLOWER; in production Burrow is pointed at a cluster long past that moment."""
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "burrow-test-probe"})
+    try:
+        partitions = reader.list_topics("__consumer_offsets", timeout=5).topics["__consumer_offsets"].partitions
+        for partition in partitions:
+            reader.get_watermark_offsets(TopicPartition("__consumer_offsets", partition), timeout=5)
+        return bool(partitions)
+    except KafkaException:
+        return False
+    finally:
+        reader.close()
+
+
 def test_burrow_lists_strom_topics_and_groups_and_reports_a_healthy_group_ok(tmp_path):
     with control_plane(tmp_path) as plane, broker_cluster(plane, tmp_path, 3) as cluster:
         cluster.create_topic(TOPIC, 3, 3)
         cluster.wait_for_isr(TOPIC, 3)
-        with burrow(tmp_path / "burrow", [f"127.0.0.1:{b.port}" for b in cluster.brokers.values()]) as running, \
-                KeepingUp(cluster.bootstrap) as workload:
-            wait_until(lambda: TOPIC in running.get("/topic").get("topics", []), 60, message="Burrow lists the topic")
-            wait_until(lambda: GROUP in running.get("/consumer").get("consumers", []), 60,
-                       message="Burrow lists the group")
-            assert wait_until(lambda: _group_status(running) == "OK", 90, message="Burrow evaluates the group OK")
-            lag = running.get(f"/consumer/{GROUP}/lag")["status"]
-            assert {p["topic"] for p in lag["partitions"]} == {TOPIC}
-            assert workload.consumed > 0
+        with KeepingUp(cluster.bootstrap) as workload:
+            wait_until(lambda: workload.consumed > 0, 60, message="the group consumes")
+            wait_until(lambda: _offsets_topic_led(cluster.bootstrap), 60, message="__consumer_offsets led")
+            with burrow(tmp_path / "burrow", [f"127.0.0.1:{b.port}" for b in cluster.brokers.values()]) as running:
+                wait_until(lambda: TOPIC in running.get("/topic").get("topics", []), 60,
+                           message="Burrow lists the topic")
+                wait_until(lambda: GROUP in running.get("/consumer").get("consumers", []), 60,
+                           message="Burrow lists the group")
+                assert wait_until(lambda: _group_status(running) == "OK", 90,
+                                  message="Burrow evaluates the group OK")
+                lag = running.get(f"/consumer/{GROUP}/lag")["status"]
+                assert {p["topic"] for p in lag["partitions"]} == {TOPIC}
         seen = {}
         for broker in cluster.brokers.values():
             for api, versions in requests_seen(broker.log_file, "burrow-strom").items():

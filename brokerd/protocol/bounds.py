@@ -122,7 +122,9 @@ def _nullable(entity: Skip) -> Skip:
     return skip
 
 
-def _skip_tagged_fields(frame: bytes, position: int) -> int:
+def skip_tagged_fields(frame: bytes, position: int) -> int:
+    """The position after the tagged-field section at `position`, its fields skipped by their size (Kafka
+    skips tags it does not know); MalformedRequestError if it runs past the frame."""
     if position < len(frame) and frame[position] == 0:
         return position + 1  # none: the usual case
     count, position = _uvarint(frame, position)
@@ -177,7 +179,7 @@ def _entity_skipper(entity_type: type) -> Skip | int:
     if fixed_run:
         skippers.append(_fixed(fixed_run))
     if compact:
-        skippers.append(_skip_tagged_fields)
+        skippers.append(skip_tagged_fields)
 
     def skip(frame: bytes, position: int) -> int:
         for skipper in skippers:

@@ -8,6 +8,10 @@ wait for replication. So a producer's next request is appended while the previou
 the channel until the response is sent, which adds a whole replication round trip per queued request); at
 most `MAX_PIPELINED_REQUESTS` are in progress at once.
 
+Loop turns on the acks=all path are few: a request starts in the loop step its bytes arrive (`data_received`),
+and the first request in progress writes its answer in the step it completes when the answer is only bytes and
+nothing else is being written (`_run`); `_process` writes the others, in order.
+
 Received frames queue up to `MAX_QUEUED_FRAMES` or `max_frame_bytes` bytes (counted until a request starts),
 then reading pauses (backpressure). No request starts while an answer waits to leave the transport's buffer
 (below its high-water mark): a client that never reads its responses holds one response being written, the
@@ -57,6 +61,7 @@ class _Request:
 
     def __init__(self) -> None:
         self.task: asyncio.Task[list[Chunk] | None] | None = None
+        """Its answer's chunks; None when none is due or the task wrote the answer itself."""
         self.released = False
 
 
@@ -70,6 +75,10 @@ class KafkaConnection(asyncio.Protocol):
         self._admit = admit
         self._on_close = on_close
         self._frames: deque[bytes] = deque()
+        self._in_progress: deque[_Request] = deque()
+        """Requests started and not yet answered, in request order (at most `MAX_PIPELINED_REQUESTS`)."""
+        self._writing = False
+        """True while `_process` writes an answer (a later one must not overtake it)."""
         self._queued_bytes = 0
         """Bytes of the frames in `_frames`."""
         self._progress = asyncio.Event()
@@ -112,6 +121,8 @@ class KafkaConnection(asyncio.Protocol):
         self.last_active = asyncio.get_running_loop().time()
         self._frames.extend(frames)
         self._queued_bytes += sum(map(len, frames))
+        if not self._writing and self._task is not None and not self._task.done():
+            self._start_ready()  # now, not a loop turn later in `_process`
         self._progress.set()
         if (len(self._frames) >= MAX_QUEUED_FRAMES or self._queued_bytes >= self._max_queued_bytes) \
                 and not self._reading_paused:
@@ -130,12 +141,13 @@ class KafkaConnection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self.last_active = asyncio.get_running_loop().time()
         self._writable.set()
+        self._progress.set()  # requests may start again
 
     # lifecycle
     @property
     def idle(self) -> bool:
         """Neither handling a request nor receiving one: only waiting for the client (to send or to read)."""
-        return (not self.busy and not self._frames) or self._awaiting_client
+        return (not self.busy and not self._frames) or self._awaiting_client or not self._writable.is_set()
 
     def close(self) -> None:
         """Close gracefully (the broker stops): the requests not yet started are dropped."""
@@ -186,7 +198,7 @@ class KafkaConnection(asyncio.Protocol):
         """Start requests in order (each once the previous completed or released), answer them in order while
         the client is there; end once the client is gone (or the broker stops) and every request received is
         processed. A request's failure (raised by its task) refuses the connection; a failed write aborts it."""
-        in_progress: deque[_Request] = deque()
+        in_progress = self._in_progress
         loop = asyncio.get_running_loop()
         try:
             while True:
@@ -198,18 +210,18 @@ class KafkaConnection(asyncio.Protocol):
                         continue
                     chunks = request.task.result()  # type: ignore[union-attr]
                     if chunks is not None and self._transport is not None:
+                        self._writing = True
                         try:
                             await self._write(chunks)
                         except (ConnectionError, OSError) as exc:
                             self._abort(f"write failed: {exc}")
+                        finally:
+                            self._writing = False
                     self.last_active = loop.time()
                 self.busy = bool(in_progress)
                 if not in_progress and not self._frames and (self._transport is None or self._stopping):
                     break
-                if self._frames and len(in_progress) < MAX_PIPELINED_REQUESTS and (
-                        not in_progress or in_progress[-1].released):
-                    in_progress.append(self._start(self._frames.popleft()))
-                    self.busy = True
+                if self._start_ready():
                     continue
                 self._progress.clear()
                 await self._progress.wait()
@@ -228,6 +240,18 @@ class KafkaConnection(asyncio.Protocol):
             if self._stopping:
                 self.close()
 
+    def _start_ready(self) -> bool:
+        """Start the next queued request if the rules allow (the previous one completed or released, fewer than
+        `MAX_PIPELINED_REQUESTS` in progress, no answer waiting for the client to read; the caller checked no
+        answer is being written); True if started."""
+        in_progress = self._in_progress
+        if self._frames and self._writable.is_set() and len(in_progress) < MAX_PIPELINED_REQUESTS and (
+                not in_progress or in_progress[-1].released):
+            in_progress.append(self._start(self._frames.popleft()))
+            self.busy = True
+            return True
+        return False
+
     def _start(self, frame: bytes) -> _Request:
         self._queued_bytes -= len(frame)
         if self._reading_paused and not self._stopping and self._transport is not None \
@@ -241,10 +265,25 @@ class KafkaConnection(asyncio.Protocol):
             self._progress.set()
 
         request.task = asyncio.get_running_loop().create_task(
-            self._dispatcher.dispatch(frame, self._client_host, release),
+            self._run(request, frame, release),
             name=f"{_API_NAMES.get(int.from_bytes(frame[:2]), 'request')} from {self._client_host}")
         request.task.add_done_callback(lambda _: release())  # a completed request releases too
         return request
+
+    async def _run(self, request: _Request, frame: bytes, release: Callable[[], None]) -> list[Chunk] | None:
+        """Dispatch `request`; write its answer at once, in the step that completes it, if it is the first in
+        progress, no answer is being written and the answer is only bytes (an acks=all produce woken by the
+        high watermark answers without waiting two more loop turns for `_process`). Else its chunks are
+        returned for `_process` to write in order."""
+        chunks = await self._dispatcher.dispatch(frame, self._client_host, release)
+        transport = self._transport
+        if (chunks is None or transport is None or self._writing or not self._writable.is_set()
+                or not self._in_progress or self._in_progress[0] is not request
+                or not all(isinstance(chunk, bytes) for chunk in chunks)):
+            return chunks
+        transport.writelines(chunks)  # type: ignore[arg-type]
+        self.last_active = asyncio.get_running_loop().time()
+        return None
 
     async def _write(self, chunks: list[Chunk]) -> None:
         self._awaiting_client = True

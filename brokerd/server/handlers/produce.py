@@ -15,13 +15,15 @@ Per-version meaning (Kafka 3.9's `ProduceRequest.validateRecords` and `LogValida
 * v8+ answers the record that broke a record-level rule (`record_errors`, `error_message`).
 * v10+ names the current leader and its endpoint on NOT_LEADER_OR_FOLLOWER (KIP-951).
 
-The response is laid out by `brokerd.protocol.produce_response`, which writes only the fields the request's
-version has (throttle time v1, log append time v2, log start offset v5, ...).
+The request is read by `brokerd.protocol.produce_request` (by hand, not kio: only the fields used here), the
+response laid out by `brokerd.protocol.produce_response`, which writes only the fields the request's version
+has (throttle time v1, log append time v2, log start offset v5, ...).
 """
 
 from kio.schema.errors import ErrorCode
 
 from brokerd.protocol import produce_response as wire
+from brokerd.protocol.produce_request import ProduceRequest
 from brokerd.records import batch as rb
 from brokerd.records import legacy
 from brokerd.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
@@ -39,7 +41,7 @@ LEGACY_MAX_VERSION = 2
 ZSTD_MIN_VERSION = 7
 
 
-def _records_for_append(records: bytes | None, version: int) -> bytes:
+def _records_for_append(records: bytearray | None, version: int) -> bytearray | bytes:
     """The v2 batch to append: a legacy message set up-converted (v0-v2; INVALID_RECORD on v3+, as Kafka); zstd
     refused below v7; no records at all is CORRUPT_MESSAGE."""
     if records is None:
@@ -83,17 +85,17 @@ class _Answer:
         return RawResponse([body], len(body))
 
 
-async def handle(request, context: RequestContext) -> object:
+async def handle(request: ProduceRequest, context: RequestContext) -> object:
     version = context.version
     answer = _Answer(context)
-    if getattr(request, "transactional_id", None) is not None:
+    if request.transactional_id is not None:
         refusal: ErrorCode | None = ErrorCode.transactional_id_authorization_failed
     elif request.acks not in _VALID_ACKS:
         refusal = ErrorCode.invalid_required_acks
     else:
         refusal = None
     responses: list[tuple[str, list[wire.PartitionResult]]] = []
-    entries: list[tuple[str, int, bytes]] = []  # (topic, partition, batch) for the replica manager
+    entries: list[tuple[str, int, bytes | bytearray]] = []  # (topic, partition, batch) for the replica manager
     answered_at: list[tuple[list[wire.PartitionResult], int]] = []  # per entry: its topic's results, its position
     for topic in request.topic_data:
         results: list[wire.PartitionResult] = []
@@ -112,7 +114,7 @@ async def handle(request, context: RequestContext) -> object:
             results.append(_PENDING)
         responses.append((topic.name, results))
     outcomes = await context.services.replicas.append_records(entries, request.acks,
-                                                              int(request.timeout.total_seconds() * 1000),
+                                                              request.timeout_ms,
                                                               on_appended=context.release)
     if request.acks == 0:
         return NO_RESPONSE

@@ -3,6 +3,7 @@ encoded at its wire version. Covers the error mapping (GroupError → code) that
 
 import asyncio
 import datetime
+import io
 import struct
 
 from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
@@ -27,7 +28,7 @@ from kio.schema.offset_delete.v0.request import (
 from kio.schema.offset_fetch.v3.request import OffsetFetchRequest, OffsetFetchRequestTopic
 from kio.schema.produce.v7.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
-from kio.serial import entity_reader
+from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i8, i32, i64
 
 from brokerd.config import build_config
@@ -47,8 +48,8 @@ SUBSCRIPTION = struct.pack(">hi", 0, 1) + struct.pack(">h", len(TOPIC)) + TOPIC.
 
 
 class Client:
-    """Sends kio requests through HANDLERS the way the dispatcher does, and encodes (or, when laid out by hand,
-    decodes) every response."""
+    """Sends kio requests through HANDLERS the way the dispatcher does (encoded, then decoded by the request's
+    codec: Produce is read by hand), and encodes (or, when laid out by hand, decodes) every response."""
 
     def __init__(self, services: BrokerServices) -> None:
         self.services = services
@@ -60,7 +61,9 @@ class Client:
         codec = message_codec(api_key, version)
         context = RequestContext(self.services, RequestHeader(api_key, version, 1, "test-client"), "127.0.0.1",
                                  response_schema(codec.response_type))
-        response = await HANDLERS[api_key](request, context)
+        encoded = io.BytesIO()
+        entity_writer(type(request))(encoded, request)
+        response = await HANDLERS[api_key](codec.decode_request(encoded.getvalue(), 0), context)
         if isinstance(response, RawResponse):  # laid out by hand (Produce): read it back with kio's schema
             body = b"".join(response.chunks)
             offset = 1 if codec.flexible else 0  # the response header's tag section

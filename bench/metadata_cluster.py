@@ -11,6 +11,7 @@ empty logs. Measured:
   `<topic>-<p>` directory in its log dir), and each process's RSS then (the control plane's web process —
   gunicorn master and worker — and controller, each broker); a broker's RSS per partition is the slope between
   two sizes;
+- **idle brokers**: each broker's CPU over 5 s with nothing produced (idle replication);
 - **one leader change** (`BENCH_METADATA_CHANGES`, 50): a transaction moving partition 0 of one topic to
   another in-sync replica (`bench.metadata.swing_one_leader`), then from its commit until each of the 3
   brokers answers a Metadata request with the new leader (each broker polled on its own connection): p50 and
@@ -197,7 +198,7 @@ def measure(size: int, directory: Path, figures: dict) -> None:
             host(size, cluster, probes, figures)
             print(f"{size}: every broker hosts {size} replicas after {figures['hosted_s']:.1f} s", file=sys.stderr,
                   flush=True)
-            leader_changes(size, plane, probes, figures)
+            leader_changes(size, plane, probes, figures, [b.process.pid for b in cluster.brokers.values()])
             print(f"{size}: {CHANGES} leader changes measured", file=sys.stderr, flush=True)
             failover(cluster, probes, figures)
             print(f"{size}: failover measured", file=sys.stderr, flush=True)
@@ -234,8 +235,9 @@ def host(size: int, cluster, probes: dict[int, MetadataProbe], figures: dict) ->
     figures["rss_controller_mib"] = rss_mib(pids["controller"][0])
 
 
-def leader_changes(size: int, plane, probes: dict[int, MetadataProbe], figures: dict) -> None:
-    """CHANGES single leader changes: until all brokers answer the new leader, delta bytes, control-plane CPU."""
+def leader_changes(size: int, plane, probes: dict[int, MetadataProbe], figures: dict, broker_pids: list[int]) -> None:
+    """CHANGES single leader changes: until all brokers answer the new leader, delta bytes, control-plane CPU;
+    before them, the idle brokers' CPU (idle replication: every follower's fetches of empty partitions)."""
     from django.db import connection
 
     from bench.metadata import PARTITIONS_PER_TOPIC, swing_one_leader
@@ -244,9 +246,11 @@ def leader_changes(size: int, plane, probes: dict[int, MetadataProbe], figures: 
 
     pids = control_plane_pids(plane)
     plane_pids = pids["web"] + pids["controller"]
-    idle_wall, idle_cpu = time.perf_counter(), cpu_s(plane_pids)
+    idle_wall, idle_cpu, idle_brokers_cpu = time.perf_counter(), cpu_s(plane_pids), cpu_s(broker_pids)
     time.sleep(5)
-    idle_rate = (cpu_s(plane_pids) - idle_cpu) / (time.perf_counter() - idle_wall)
+    idle_s = time.perf_counter() - idle_wall
+    idle_rate = (cpu_s(plane_pids) - idle_cpu) / idle_s
+    figures["broker_idle_cpu_pct"] = (cpu_s(broker_pids) - idle_brokers_cpu) / idle_s / len(broker_pids) * 100
     latencies, sizes, own_cpu = [], [], 0.0
     wall0, cpu0 = time.perf_counter(), cpu_s(plane_pids)
     for r in range(CHANGES):
@@ -333,6 +337,7 @@ ROWS = [
     ("one leader change: to all 3 brokers' Metadata, p99 ms", "change_p99_ms", "{:.1f}", "", "<= 100 at 100k"),
     ("one leader change: delta bytes per broker", "change_bytes", "{:,.0f}", "", "<= 10 KB at 100k"),
     ("one leader change: control-plane CPU ms", "change_cpu_ms", "{:.1f}", "", ""),
+    ("idle brokers (empty logs, ISRs full): CPU % of a core, mean of 3", "broker_idle_cpu_pct", "{:.1f}", "", ""),
     ("broker failure: leaderships moved", "failover_leaderships", "{:,.0f}", "", ""),
     ("broker failure: SIGKILL -> new leaders in every live broker's Metadata, s", "failover_image_s", "{:.2f}",
      "~9 (3.9 defaults: 9 s session)", "<= 5 at 100k"),

@@ -281,6 +281,7 @@ def build_config(properties: Mapping[str, str], environ: Mapping[str, str] | Non
     for key in ("replica.lag.time.max.ms", "replica.fetch.wait.max.ms", "replica.fetch.max.bytes",
                 "replica.fetch.backoff.ms", "replica.fetch.response.max.bytes", "replica.socket.timeout.ms"):
         _int(properties, key, 0, 1)
+    _int(properties, "max.incremental.fetch.session.cache.slots", 0, 0)
     listeners = parse_listeners(properties.get("listeners", "PLAINTEXT://127.0.0.1:9092"), "listeners")
     advertised = (parse_listeners(properties["advertised.listeners"], "advertised.listeners")
                   if "advertised.listeners" in properties else listeners)

@@ -249,10 +249,11 @@ class ClusterMetadataStore:
     # --- HTTP ------------------------------------------------------------------------------------------
 
     async def _call(self, method: str, path: str, body: object = None, timeout_ms: int | None = None,
-                    origin: AdminOrigin | None = None) -> object:
+                    origin: AdminOrigin | None = None, idempotent: bool = False) -> object:
         timeout_s = (timeout_ms or self.settings.request_timeout_ms) / 1000
         try:
-            response = await self._client.request(method, API_PREFIX + path, body, timeout_s, origin_headers(origin))
+            response = await self._client.request(method, API_PREFIX + path, body, timeout_s, origin_headers(origin),
+                                                  idempotent=idempotent)
         except HttpError as exc:
             raise ControlPlaneUnavailableError(f"control plane unreachable: {exc}") from exc
         if response.status >= 400:
@@ -283,7 +284,7 @@ class ClusterMetadataStore:
         try:
             body = await self._call("POST", f"/brokers/{self.settings.broker_id}/heartbeat", {
                 "registration_epoch": self.registration_epoch, "shutting_down": self._shutting_down},
-                timeout_ms=max(self.heartbeat_interval_ms * 2, 1000))
+                timeout_ms=max(self.heartbeat_interval_ms * 2, 1000), idempotent=True)  # a repeat changes nothing
         except ControlPlaneError as exc:
             if exc.kafka_error in ("STALE_BROKER_EPOCH", "BROKER_ID_NOT_REGISTERED") and not self._shutting_down:
                 await self._register()

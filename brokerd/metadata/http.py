@@ -10,8 +10,10 @@ partitions a metadata change took ~1 s to reach the brokers). Rules, so that reu
 * one idle longer than `IDLE_REUSE_S` is closed, not reused: gunicorn closes idle connections after its
   `--keep-alive` (2 s by default), and a request written while it does would be lost;
 * a reused connection that ends before the first byte of the answer (the server closed it meanwhile) is
-  retried once on a new connection for a GET; other methods raise `HttpError`, as any lost connection does
-  (their callers already retry, conditionally: the control plane's writes check epochs).
+  retried once on a new connection for a GET, or for another method the caller declares idempotent (a
+  broker's heartbeat: sending it twice changes nothing, and losing it under load could get the broker fenced);
+  other requests raise `HttpError`, as any lost connection does (their callers already retry, conditionally:
+  the control plane's writes check epochs).
 
 Bodies are JSON both ways; the response body is read to `Content-Length`, chunked, or EOF. Event loop only.
 """
@@ -70,11 +72,13 @@ class JsonHttpClient:
         """Connections opened so far (tests and diagnostics: reuse keeps it low)."""
 
     async def request(self, method: str, path: str, body: object = None, timeout_s: float = 10.0,
-                      headers: dict[str, str] | None = None) -> HttpResponse:
-        """`headers` are added to the client's own for this request (values must be latin-1, without CR/LF)."""
+                      headers: dict[str, str] | None = None, idempotent: bool = False) -> HttpResponse:
+        """`headers` are added to the client's own for this request (values must be latin-1, without CR/LF).
+        `idempotent`: the request may be sent twice (GET always may), so one lost on a reused connection is
+        retried once on a new one."""
         try:
             async with asyncio.timeout(timeout_s):
-                return await self._request(method, path, body, headers or {})
+                return await self._request(method, path, body, headers or {}, idempotent or method == "GET")
         except TimeoutError:
             raise HttpError(f"{method} {path}: no answer within {timeout_s:.1f}s") from None
         except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
@@ -88,7 +92,8 @@ class JsonHttpClient:
             connection.close()
         self._idle.clear()
 
-    async def _request(self, method: str, path: str, body: object, headers: dict[str, str]) -> HttpResponse:
+    async def _request(self, method: str, path: str, body: object, headers: dict[str, str], idempotent: bool
+                       ) -> HttpResponse:
         payload = b"" if body is None else json.dumps(body).encode()
         lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"Host: {self.host}:{self.port}",
                  "Accept: application/json"]
@@ -103,7 +108,7 @@ class JsonHttpClient:
             try:
                 return await self._exchange(connection, message)
             except _ClosedBeforeAnswer:
-                if method != "GET":
+                if not idempotent:
                     raise
         return await self._exchange(await self._open(), message)
 

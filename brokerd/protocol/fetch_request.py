@@ -11,9 +11,13 @@ Layout (Kafka's FetchRequest.json, v11 is not flexible; kio's schema is the test
       topic STRING (i16 length) | partitions ARRAY (i32 count):
         partition i32 | current_leader_epoch i32 | fetch_offset i64 | log_start_offset i64 |
         partition_max_bytes i32
-    forgotten_topics_data ARRAY (i32 count; always empty) | rack_id STRING (i16 length)
+    forgotten_topics_data ARRAY (i32 count):
+      topic STRING (i16 length) | partitions ARRAY (i32 count) of i32
+    rack_id STRING (i16 length)
 
-Sessionless (session_id 0, session_epoch -1: KIP-227's full fetch), read uncommitted, no rack.
+The session fields are the fetcher's (KIP-227, `brokerd.replication.fetch_session`): (0, -1) is sessionless,
+(0 or the old id, 0) opens a session, (id, epoch > 0) is an incremental fetch that names only the partitions
+whose position changed and, in forgotten_topics_data, those the session drops. Read uncommitted, no rack.
 """
 
 import struct
@@ -25,9 +29,19 @@ _TOP = struct.Struct(">iiiibii")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PARTITION = struct.Struct(">iiqqi")
-_SESSIONLESS = (0, -1)
-_TAIL = _I32.pack(0) + _I16.pack(0)
-"""No forgotten topics, an empty rack id."""
+FINAL_EPOCH = -1
+"""session_epoch of a sessionless fetch, or of one closing its session (KIP-227)."""
+INITIAL_EPOCH = 0
+"""session_epoch of a full fetch opening a new session."""
+MAX_EPOCH = 2**31 - 1
+SESSIONLESS = (0, FINAL_EPOCH)
+"""(session_id, session_epoch) of a fetch outside any session."""
+
+
+def next_epoch(epoch: int) -> int:
+    """The session epoch after `epoch`: 1 .. 2**31-1, wrapping to 1 (0 and -1 are reserved)."""
+    return 1 if epoch >= MAX_EPOCH else epoch + 1
+_NO_RACK = _I16.pack(0)
 
 
 class FetchPosition(NamedTuple):
@@ -41,15 +55,27 @@ class FetchPosition(NamedTuple):
 
 
 def encode_replica_fetch_request(replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
-                                 topics: Iterable[tuple[str, Sequence[FetchPosition]]]) -> bytes:
-    """The Fetch v11 request body (after the request header) for `topics`: (name, positions) pairs."""
-    parts = [_TOP.pack(replica_id, max_wait_ms, min_bytes, max_bytes, 0, *_SESSIONLESS)]
+                                 topics: Iterable[tuple[str, Sequence[FetchPosition]]],
+                                 session: tuple[int, int] = SESSIONLESS,
+                                 forgotten: Iterable[tuple[str, Sequence[int]]] = ()) -> bytes:
+    """The Fetch v11 request body (after the request header) for `topics`: (name, positions) pairs, in
+    `session` (session_id, session_epoch), dropping `forgotten`: (name, partition indexes) pairs."""
+    parts = [_TOP.pack(replica_id, max_wait_ms, min_bytes, max_bytes, 0, *session), b""]
     count = 0
     for name, positions in topics:
         encoded = name.encode()
         parts.append(_I16.pack(len(encoded)) + encoded + _I32.pack(len(positions)))
         parts.extend(_PARTITION.pack(*position) for position in positions)
         count += 1
-    parts.insert(1, _I32.pack(count))
-    parts.append(_TAIL)
+    parts[1] = _I32.pack(count)
+    forgotten_at = len(parts)
+    parts.append(b"")
+    count = 0
+    for name, indexes in forgotten:
+        encoded = name.encode()
+        parts.append(_I16.pack(len(encoded)) + encoded + _I32.pack(len(indexes)))
+        parts.append(struct.pack(f">{len(indexes)}i", *indexes))
+        count += 1
+    parts[forgotten_at] = _I32.pack(count)
+    parts.append(_NO_RACK)
     return b"".join(parts)

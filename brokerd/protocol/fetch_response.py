@@ -62,13 +62,14 @@ class FetchedPartition:
 class FetchResponseBody:
     correlation_id: int
     error_code: int
+    session_id: int
     partitions: list[FetchedPartition]
 
 
 def decode_fetch_response(frame: memoryview) -> FetchResponseBody:
     """`frame` is one response without its size prefix. Raises MalformedRequestError if it does not fit."""
     try:
-        correlation_id, _throttle, error, _session, topic_count = _HEAD.unpack_from(frame, 0)
+        correlation_id, _throttle, error, session_id, topic_count = _HEAD.unpack_from(frame, 0)
         position = _HEAD.size
         partitions = []
         for _ in range(topic_count):
@@ -94,11 +95,12 @@ def decode_fetch_response(frame: memoryview) -> FetchResponseBody:
                 position += size
     except struct.error as exc:
         raise MalformedRequestError(f"truncated fetch response: {exc}") from exc
-    return FetchResponseBody(correlation_id, error, partitions)
+    return FetchResponseBody(correlation_id, error, session_id, partitions)
 
 
 # --- encoding --------------------------------------------------------------------------------------
 
+SESSION_VERSION = 7
 FLEXIBLE_VERSION = 12
 TOPIC_ID_VERSION = 13
 NODE_ENDPOINTS_VERSION = 16
@@ -140,16 +142,15 @@ class TopicAnswer:
     partitions: list[PartitionAnswer] = field(default_factory=list)
 
 
-def encode_fetch_response(version: int, topics: Sequence[TopicAnswer], node_endpoints: Sequence[NodeEndpoint] = ()
-                          ) -> tuple[list[bytes | SizedChunk], int]:
-    """The response body of `version` (after the correlation id) as chunks, and their total size. The
-    top-level error is NONE and the session id 0: Strom keeps no fetch sessions (KIP-227), so it has no
-    session to refuse."""
+def encode_fetch_response(version: int, topics: Sequence[TopicAnswer], node_endpoints: Sequence[NodeEndpoint] = (),
+                          error_code: int = 0, session_id: int = 0) -> tuple[list[bytes | SizedChunk], int]:
+    """The response body of `version` (after the correlation id) as chunks, and their total size.
+    `error_code` and `session_id` (v7+, KIP-227) are the top-level ones: 0 and 0 outside a fetch session."""
     flexible = version >= FLEXIBLE_VERSION
     chunks: list[bytes | SizedChunk] = []
     head = bytearray(b"\0" if flexible else b"")
     if version >= 7:
-        head += _TOP_V7.pack(0, 0, 0)
+        head += _TOP_V7.pack(0, error_code, session_id)
     elif version >= 1:
         head += _I32.pack(0)
     head += layout.array_length(len(topics), flexible)

@@ -18,6 +18,8 @@ class ReplicationConfig:
     """`replica.fetch.backoff.ms` after an error (Kafka: 1000; Strom fails over faster)."""
     socket_timeout_ms: int = 30_000
     """`replica.socket.timeout.ms`: a fetch unanswered for this long is retried on a new connection."""
+    fetch_session_cache_slots: int = 1000
+    """`max.incremental.fetch.session.cache.slots`: fetch sessions (KIP-227) this broker keeps as a leader."""
 
 
 def replication_config(properties: Mapping[str, str]) -> ReplicationConfig:
@@ -34,4 +36,6 @@ def replication_config(properties: Mapping[str, str]) -> ReplicationConfig:
                                                defaults.replica_fetch_response_max_bytes),
         replica_fetch_backoff_ms=value("replica.fetch.backoff.ms", defaults.replica_fetch_backoff_ms),
         socket_timeout_ms=value("replica.socket.timeout.ms", defaults.socket_timeout_ms),
+        fetch_session_cache_slots=value("max.incremental.fetch.session.cache.slots",
+                                        defaults.fetch_session_cache_slots),
     )

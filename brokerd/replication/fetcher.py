@@ -8,7 +8,10 @@ replica Fetch v11 (`replica_id` = this broker) at its log end offset, appending 
 verbatim (`Partition.append_as_follower`; the response is parsed by hand so records stay a slice of
 the received frame and are never decoded), then fetching again at once: that next fetch carries the new log
 end offset, from which the leader moves the high watermark and answers its acks=all produces. The request is
-laid out by hand too (`brokerd.protocol.fetch_request`), as it is on that latency path. Requests
+laid out by hand too (`brokerd.protocol.fetch_request`), as it is on that latency path. The fetches go in a
+fetch session with the leader (KIP-227, `FetchSessionHandler`): after the first, full one, a request names only
+the partitions whose position changed and the answer only those with records or a new high watermark, log
+start offset or error, so an idle follower of thousands of partitions sends and handles almost nothing. Requests
 go over one `brokerd.client.BrokerClient` (framing, correlation ids, timeouts); the Fetch response is laid
 out by `brokerd.protocol.fetch_response`.
 
@@ -43,6 +46,7 @@ from brokerd.protocol.fetch_request import REPLICA_FETCH_VERSION, FetchPosition,
 from brokerd.protocol.fetch_response import decode_fetch_response
 from brokerd.records.batch import whole_batches_length
 from brokerd.replication.config import ReplicationConfig
+from brokerd.replication.fetch_session import FetchSessionHandler
 from brokerd.replication.partition import Partition
 from brokerd.replication.throttle import ReplicationQuota
 from brokerd.types import BrokerId, LeaderEpoch, TopicPartition
@@ -58,12 +62,21 @@ partitions would otherwise hold every other request of the broker up while it go
 EARLIEST_TIMESTAMP = -2
 
 
+POSITION_REFRESH_S = 2.0
+"""Every cached fetch position is read from its log again this often: a follower's log start offset may move
+by retention, which no event here reports."""
+
+
 @dataclass(slots=True)
 class FetchState:
     partition: Partition
     leader_epoch: LeaderEpoch
     truncating: bool = True
     delayed_until: float = 0.0
+    position: FetchPosition | None = None
+    """What the next fetch asks for this partition, None until read from the log again: cleared whenever this
+    fetcher appends or truncates (the log end moves), and every `POSITION_REFRESH_S`. Building the position of
+    each of thousands of idle partitions every round was most of an idle follower's time."""
 
 
 class ReplicaFetcher:
@@ -79,6 +92,9 @@ class ReplicaFetcher:
         self._changed = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._client = BrokerClient(source.host, source.port, f"strom-replica-fetcher-{node_id}")
+        self._session = FetchSessionHandler()
+        self._positions_fresh_until = 0.0
+        """loop.time() until which the cached `FetchState.position`s may be used."""
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(broker {self.source.node_id} at {self.source.host}:{self.source.port})"
@@ -127,6 +143,7 @@ class ReplicaFetcher:
             except TRANSPORT_ERRORS as exc:
                 log.info("%s: %s; retrying in %.0f ms", self, exc or type(exc).__name__, backoff * 1000)
                 self._client.close()  # a response that did not parse leaves the connection out of step too
+                self._session.reset()
                 await self._wait_changed(backoff)
                 backoff = min(backoff * 2, 1.0)
 
@@ -181,6 +198,7 @@ class ReplicaFetcher:
 
     def _apply_epoch_end(self, state: FetchState, asked_epoch: int, leader_epoch: int, end_offset: int) -> None:
         partition = state.partition
+        state.position = None
         if end_offset == UNDEFINED or leader_epoch == UNDEFINED:
             target, done = partition.high_watermark, True  # Kafka falls back to the high watermark
         elif leader_epoch == asked_epoch:
@@ -201,7 +219,8 @@ class ReplicaFetcher:
         loop = asyncio.get_running_loop()
         now = loop.time()
         ready = {key: s for key, s in self._states.items() if not s.truncating and s.delayed_until <= now}
-        throttled = {key for key, s in ready.items() if self._quota.is_throttled(key, self.node_id in s.partition.isr)}
+        throttled = {key for key, s in ready.items() if self._quota.is_throttled(key, self.node_id in s.partition.isr)
+                     } if self._quota.limited else set()
         allowance = self._quota.available() if throttled else 0
         if throttled and allowance <= 0:
             ready = {key: s for key, s in ready.items() if key not in throttled}
@@ -211,30 +230,41 @@ class ReplicaFetcher:
                 waits.append(self._quota.delay_s())
             await self._wait_changed(min(waits) if waits else None)
             return
-        sent: dict[TopicPartition, tuple[FetchState, int]] = {}
-        by_topic: dict[str, list[FetchPosition]] = {}
+        if now >= self._positions_fresh_until:
+            for state in self._states.values():
+                state.position = None
+            self._positions_fresh_until = now + POSITION_REFRESH_S
+        wanted: dict[TopicPartition, FetchPosition] = {}
         max_bytes = self.config.replica_fetch_max_bytes
         for key, state in ready.items():
-            partition = state.partition
-            offset = partition.log_end_offset
-            sent[key] = (state, offset)
-            by_topic.setdefault(key.topic, []).append(FetchPosition(
-                key.partition, state.leader_epoch, offset, partition.log_start_offset,
-                min(max_bytes, allowance) if key in throttled else max_bytes))
+            position = state.position
+            if position is None:
+                partition = state.partition
+                position = state.position = FetchPosition(key.partition, state.leader_epoch,
+                                                          partition.log_end_offset, partition.log_start_offset,
+                                                          max_bytes)
+            if key in throttled:
+                position = position._replace(partition_max_bytes=min(max_bytes, allowance))
+            wanted[key] = position
+        plan = self._session.build(wanted)
         wait_ms = self.config.replica_fetch_wait_max_ms
         request = encode_replica_fetch_request(self.node_id, wait_ms, 1, self.config.replica_fetch_response_max_bytes,
-                                               by_topic.items())
+                                               plan.topics.items(), plan.session, plan.forgotten.items())
         frame = await self._client.request_body(ApiKey.FETCH, REPLICA_FETCH_VERSION, request,
                                                 self._request_timeout_s(wait_ms))
         body = decode_fetch_response(memoryview(frame))
+        if not self._session.handle_response(body.error_code, body.session_id):
+            log.info("%s: fetch session %d at epoch %d: %s; the next fetch is a full one", self, *plan.session,
+                     ErrorCode(body.error_code).name)
+            return
         for position, fetched in enumerate(body.partitions, 1):
             if position % PARTITIONS_PER_SLICE == 0:
                 await asyncio.sleep(0)  # every state is checked again below: a change meanwhile is seen
             key = (fetched.topic, fetched.partition)
-            entry = sent.get(key)
-            if entry is None or self._states.get(key) is not entry[0]:
+            state = ready.get(key)
+            if state is None or self._states.get(key) is not state:
                 continue  # moved to another leader or epoch while the fetch was in flight
-            state, offset = entry
+            offset = wanted[key].fetch_offset  # type: ignore[index]
             partition = state.partition
             code = ErrorCode(fetched.error_code)
             if code == ErrorCode.none:
@@ -243,6 +273,7 @@ class ReplicaFetcher:
                 records = fetched.records[: whole_batches_length(fetched.records)]
                 if key in throttled:
                     self._quota.record(len(records))
+                state.position = None
                 try:
                     partition.append_as_follower(records, fetched.high_watermark, fetched.log_start_offset)
                 except BrokerError as exc:
@@ -271,6 +302,7 @@ class ReplicaFetcher:
         result = response.topics[0].partitions[0]  # type: ignore[attr-defined]
         if self._states.get(partition.key) is not state:
             return
+        state.position = None
         if result.error_code == ErrorCode.none and int(result.offset) > partition.log_end_offset:
             log.info("%s-%d: leader log starts at %d, after our end %d; restarting there", partition.topic,
                      partition.index, int(result.offset), partition.log_end_offset)

@@ -27,7 +27,7 @@ reported to a `PartitionListener` (the replica manager: it wakes the fetch and p
 `Partition` never sees the replica manager, fetchers or purgatories (import contract `replication`).
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -302,8 +302,13 @@ class Partition:
                 return start
         return self.log_end_offset
 
-    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int, fenced: Iterable[BrokerId] = ()) -> list[BrokerId]:
-        """ISR followers that have not caught up for `max_lag_ms`, or whose broker is fenced."""
+    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int, fenced: Iterable[BrokerId] = (),
+                             caught_up_elsewhere: Callable[[BrokerId, "Partition"], int] | None = None
+                             ) -> list[BrokerId]:
+        """ISR followers that have not caught up for `max_lag_ms`, or whose broker is fenced.
+        `caught_up_elsewhere(replica, self)` is when a replica was last caught up by another record (its fetch
+        session, which does not record a quiet partition fetch by fetch), -1 if unknown; asked only before
+        declaring a replica lagging."""
         if not self.is_leader:
             return []
         fenced = set(fenced)
@@ -312,7 +317,12 @@ class Partition:
             if replica == self.node_id:
                 continue
             follower = self.followers.get(replica)
-            if replica in fenced or follower is None or now_ms - follower.last_caught_up_ms > max_lag_ms:
+            if replica in fenced or follower is None:
+                lagging.append(replica)
+                continue
+            if now_ms - follower.last_caught_up_ms > max_lag_ms and caught_up_elsewhere is not None:
+                follower.last_caught_up_ms = max(follower.last_caught_up_ms, caught_up_elsewhere(replica, self))
+            if now_ms - follower.last_caught_up_ms > max_lag_ms:
                 lagging.append(replica)
         return lagging
 

@@ -45,6 +45,7 @@ from brokerd.replication.fetcher import ReplicaFetcher
 from brokerd.replication.isr import IsrManager
 from brokerd.replication.partition import AppendResult, Partition
 from brokerd.replication.purgatory import FetchPurgatory, ProducePurgatory
+from brokerd.replication.session_cache import FetchSession, FetchSessionCache
 from brokerd.replication.throttle import ReplicationQuota
 from brokerd.storage import Log, LogManager, NewLog
 from brokerd.storage.log_dir import LogDirectory
@@ -55,6 +56,9 @@ from kafkaspec import topic_config
 log = logging.getLogger(__name__)
 
 ISR_CHECK_INTERVAL_MS = 250
+SESSION_SWEEP_INTERVAL_MS = 2_000
+"""Every fetch session looks at all its partitions again this often (`FetchSessionCache.mark_all_changed`): how
+late a follower may hear of what no event reports (retention moving a log start, an ISR change by AlterPartition)."""
 ACKS_ALL = -1
 CREATE_OFF_LOOP_MIN_LOGS = 8
 """An image bringing at least this many new replicas here has their logs created on a worker thread (their
@@ -94,6 +98,8 @@ class ReplicaManager:
         self.topic_metrics = BrokerTopicMetrics(enabled=metrics_enabled)
         """Per-topic byte/message/request counters; each Partition bumps its topic's."""
         self.fetch_purgatory = FetchPurgatory()
+        self.fetch_sessions = FetchSessionCache(self.config.fetch_session_cache_slots)
+        """The fetch sessions (KIP-227) of the followers fetching from this broker as leader."""
         self.produce_purgatory = ProducePurgatory()
         self.isr = IsrManager(metadata)
         self.follower_quota = ReplicationQuota()
@@ -177,9 +183,11 @@ class ReplicaManager:
 
     def on_append(self, partition: Partition) -> None:
         self.fetch_purgatory.notify(partition.key)
+        self.fetch_sessions.mark_changed(partition.key)
 
     def on_high_watermark(self, partition: Partition) -> None:
         self.fetch_purgatory.notify(partition.key)
+        self.fetch_sessions.mark_changed(partition.key)
         self.produce_purgatory.complete(partition.key, partition.high_watermark)
 
     # --- appends ---------------------------------------------------------------------------------------
@@ -271,6 +279,10 @@ class ReplicaManager:
 
     # --- leader side of replication --------------------------------------------------------------------
 
+    def record_session_fetch(self, session: FetchSession) -> None:
+        """A fetch in `session`: each of its partitions counts as fetched now at its cached offset."""
+        session.last_fetch_ms = self._clock.monotonic_ms()
+
     def record_follower_fetch(self, partition: Partition, replica_id: BrokerId, fetch_offset: Offset) -> None:
         """A replica Fetch from `replica_id` at `fetch_offset` (its LEO): may move the HW or expand the ISR."""
         partition.update_follower_fetch(replica_id, fetch_offset, self._clock.monotonic_ms())
@@ -278,8 +290,13 @@ class ReplicaManager:
             self.isr.propose(partition, partition.isr + (replica_id,))
 
     async def _isr_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_sweep = loop.time()
         while True:
             await asyncio.sleep(ISR_CHECK_INTERVAL_MS / 1000)
+            if loop.time() >= next_sweep:
+                self.fetch_sessions.mark_all_changed()
+                next_sweep = loop.time() + SESSION_SWEEP_INTERVAL_MS / 1000
             try:
                 self.maybe_shrink_isr()
             except Exception:  # noqa: BLE001 - the check must keep running
@@ -290,12 +307,17 @@ class ReplicaManager:
         for partition in self._partitions.values():
             if not partition.is_leader or partition.pending_isr is not None:
                 continue
-            lagging = partition.out_of_sync_replicas(now, self.config.replica_lag_time_max_ms, self._fenced)
+            lagging = partition.out_of_sync_replicas(now, self.config.replica_lag_time_max_ms, self._fenced,
+                                                     self._caught_up_in_session)
             if lagging:
                 shrunk = tuple(r for r in partition.isr if r not in lagging)
                 log.info("%s-%d: shrinking ISR %s -> %s (lagging or fenced: %s)", partition.topic,
                          partition.index, list(partition.isr), list(shrunk), lagging)
                 self.isr.propose(partition, shrunk)
+
+    def _caught_up_in_session(self, replica_id: BrokerId, partition: Partition) -> int:
+        return self.fetch_sessions.caught_up_ms(replica_id, partition.key, partition.leader_epoch,
+                                                partition.log_end_offset)
 
     # --- metadata --------------------------------------------------------------------------------------
 
@@ -436,6 +458,7 @@ class ReplicaManager:
         a failover makes a broker leader of thousands at once)."""
         was_leader, old_epoch = partition.is_leader, partition.leader_epoch
         self._remove_from_fetchers(partition.key)
+        self.fetch_sessions.mark_changed(partition.key)  # a new epoch or ISR: its followers' sessions look again
         if not partition.make_leader(assignment, self._clock.monotonic_ms()):
             return False
         log.debug("%s-%d: leader at epoch %d (ISR %s, LEO %d, HW %d)", partition.topic, partition.index,
@@ -452,6 +475,7 @@ class ReplicaManager:
         if was_leader:
             self.produce_purgatory.abort(partition.key)
             self.fetch_purgatory.notify(partition.key)
+            self.fetch_sessions.mark_changed(partition.key)
         fetcher = self._fetchers.get(leader.node_id) if leader is not None else None
         if fetcher is not None and leader is not None and (fetcher.source.host, fetcher.source.port) != (
                 leader.host, leader.port):
@@ -493,5 +517,6 @@ class ReplicaManager:
         self._remove_from_fetchers(key)
         self.produce_purgatory.abort(key)
         self.fetch_purgatory.notify(key)
+        self.fetch_sessions.mark_changed(key)
         if delete_log:
             self._log_manager.delete_log(*key)

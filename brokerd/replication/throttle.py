@@ -42,6 +42,11 @@ class ReplicationQuota:
             self._tokens = min(self._tokens, rate * BURST_S)
         self.rate, self._throttled = rate, throttled
 
+    @property
+    def limited(self) -> bool:
+        """A rate is set: some replicas may be throttled (`is_throttled` is False for every one otherwise)."""
+        return self.rate < UNTHROTTLED
+
     def is_throttled(self, key: TopicPartition, in_sync: bool) -> bool:
         if in_sync or self.rate >= UNTHROTTLED:
             return False

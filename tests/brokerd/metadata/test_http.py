@@ -14,7 +14,8 @@ from brokerd.metadata.http import JsonHttpClient
 class Server:
     """Answers `{"n": <request number on its connection>}`. Paths: `/close` answers with `Connection: close`;
     `/slow` answers after 1 s; `/drop` reads the request and closes without answering when it is not the first
-    on its connection (what a server closing an idle connection as a request arrives looks like)."""
+    on its connection (what a server closing an idle connection as a request arrives looks like); `/gone` closes
+without answering every time."""
 
     def __init__(self) -> None:
         self.connections = 0
@@ -52,7 +53,7 @@ class Server:
                 path = request_line.split()[1].decode()
                 self.requests.append(path)
                 served += 1
-                if path == "/drop" and served > 1:
+                if (path == "/drop" and served > 1) or path == "/gone":
                     return
                 if path == "/slow":
                     await asyncio.sleep(1)
@@ -150,5 +151,25 @@ def test_a_post_lost_on_a_reused_connection_is_not_sent_again(run):
         with pytest.raises(HttpError, match="closed before the answer"):
             await client.request("POST", "/drop", {"a": 2})
         assert server.requests == ["/drop", "/drop"]
+
+    run(_with_server(scenario))
+
+
+def test_an_idempotent_post_lost_on_a_reused_connection_is_retried_once_on_a_new_one(run):
+    """The broker's heartbeat: a repeat changes nothing, and a lost one under load could get it fenced."""
+    async def scenario(server, client):
+        await client.request("POST", "/drop", {"a": 1}, idempotent=True)
+        assert (await client.request("POST", "/drop", {"a": 2}, idempotent=True)).body == {"n": 1}
+        assert server.requests == ["/drop", "/drop", "/drop"] and server.connections == 2
+
+    run(_with_server(scenario))
+
+
+def test_an_idempotent_request_is_retried_only_once(run):
+    async def scenario(server, client):
+        await client.request("GET", "/x")  # one pooled connection
+        with pytest.raises(HttpError, match="closed before the answer"):
+            await client.request("POST", "/gone", {"a": 1}, idempotent=True)
+        assert server.requests == ["/x", "/gone", "/gone"]
 
     run(_with_server(scenario))

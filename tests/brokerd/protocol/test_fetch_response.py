@@ -86,3 +86,22 @@ def test_v11_round_trips_through_the_replica_fetchers_decoder():
     assert decoded.correlation_id == 42
     assert [(p.partition, p.error_code, bytes(p.records)) for p in decoded.partitions] == [
         (0, 0, RECORDS), (1, 0, b""), (2, 6, b""), (3, 0, b"\x01" * 12)]
+
+
+@pytest.mark.parametrize("version", [7, 11, 12, 13, 17])
+def test_session_id_and_top_level_error_are_laid_out_as_kio(version):
+    chunks, size = encode_fetch_response(version, [], error_code=ErrorCode.invalid_fetch_session_epoch,
+                                         session_id=123_456)
+    body = b"".join(c for c in chunks if isinstance(c, bytes))
+    assert len(body) == size
+    schema = MessageSchema(load_response_schema(ApiKey.FETCH, version))
+    assert_laid_out_as_kio(ApiKey.FETCH, version, body, schema.FetchResponse(
+        throttle_time=datetime.timedelta(0), error_code=ErrorCode.invalid_fetch_session_epoch, session_id=123_456,
+        responses=(), **({"node_endpoints": ()} if version >= 16 else {})))
+
+
+def test_the_replica_fetchers_decoder_reads_the_session_id_and_top_level_error():
+    chunks, _ = encode_fetch_response(11, [], error_code=ErrorCode.fetch_session_id_not_found, session_id=99)
+    decoded = decode_fetch_response(memoryview((5).to_bytes(4, "big") + b"".join(chunks)))  # type: ignore[arg-type]
+    assert (decoded.error_code, decoded.session_id) == (ErrorCode.fetch_session_id_not_found, 99)
+    assert decoded.partitions == []

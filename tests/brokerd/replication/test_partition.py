@@ -220,6 +220,25 @@ def test_followers_not_caught_up_for_the_lag_time_or_fenced_are_out_of_sync(lead
     assert leader.out_of_sync_replicas(10, LAG_MS, fenced=[2]) == [2]  # the controller fenced its broker
 
 
+def test_a_follower_caught_up_as_another_record_shows_stays_in_sync(leader):
+    """A fetch session does not record a quiet partition fetch by fetch: before declaring a follower lagging,
+    the leader asks when it was last caught up there."""
+    leader.update_follower_fetch(2, 3, now_ms=1_000)
+    leader.update_follower_fetch(3, 3, now_ms=1_000)
+    sessions = {2: 50_000, 3: -1}  # 2's session fetched at 50 s with the partition at the log end; 3 has none
+    asked = []
+
+    def caught_up_elsewhere(replica, partition):
+        asked.append(replica)
+        assert partition is leader
+        return sessions[replica]
+
+    assert leader.out_of_sync_replicas(LAG_MS, LAG_MS, caught_up_elsewhere=caught_up_elsewhere) == []
+    assert asked == []  # not asked while the follower's own record is recent enough
+    assert leader.out_of_sync_replicas(50_000 + LAG_MS, LAG_MS, caught_up_elsewhere=caught_up_elsewhere) == [3]
+    assert leader.out_of_sync_replicas(50_001 + LAG_MS, LAG_MS, caught_up_elsewhere=caught_up_elsewhere) == [2, 3]
+
+
 def test_a_follower_that_keeps_fetching_what_was_the_log_end_stays_in_sync(leader):
     """Kafka's rule: caught up at a fetch if it reached the leader's log end as of its previous fetch, so a
     follower under steady load is never out of sync although it is never exactly at the log end."""

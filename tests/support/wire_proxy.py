@@ -34,6 +34,13 @@ class SeenRequest:
     """The first bytes of the body (after a v1 request header)."""
 
 
+def _shut_down(*socks: socket.socket) -> None:
+    """Both directions of each socket, so the thread relaying the other way ends too."""
+    for sock in socks:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 def _recv_exactly(sock: socket.socket, size: int) -> bytes:
     data = bytearray()
     while len(data) < size:
@@ -103,9 +110,7 @@ class RecordingProxy:
         except OSError:
             pass
         finally:
-            for sock in (client, upstream):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+            _shut_down(client, upstream)
 
     @staticmethod
     def _responses(upstream: socket.socket, client: socket.socket) -> None:
@@ -115,6 +120,4 @@ class RecordingProxy:
         except OSError:
             pass
         finally:
-            for sock in (client, upstream):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+            _shut_down(client, upstream)

@@ -14,6 +14,10 @@ Offset checkpoints (`recovery-point-offset-checkpoint`, `log-start-offset-checkp
 The leader-epoch checkpoint (`leader-epoch-checkpoint`, one per partition directory) has the same
 framing with `epoch start_offset` lines. A file that does not parse is treated as missing (the caller
 falls back to a full recovery), never trusted partially.
+
+`OffsetCheckpointFile` rewrites an offset checkpoint only when its content changed since this process last
+wrote it durably (maintenance passes every second would otherwise rewrite and fsync files of one line per
+partition for nothing).
 """
 
 import logging
@@ -87,6 +91,38 @@ def _read_lines(path: Path, fields: int) -> list[list[str]] | None:
 
 def write_offsets(path: Path, offsets: Mapping[tuple[str, int], int]) -> None:
     _write_lines(path, [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())])
+
+
+class OffsetCheckpointFile:
+    """One offset checkpoint file, written (`write_offsets`) only when its content changed.
+
+    Invariant: `_durable` is the mapping the file is known to hold durably — written, the file and its
+    directory fsynced, by this object — or None when that is not known (nothing written yet in this process,
+    or the last write failed at any step). `write` skips a mapping only when it equals `_durable`, so a skip
+    never leaves the file behind any value (no offset goes backwards, and a partition added or removed is a
+    different mapping), and a failed write is retried by the next call. The file is not trusted as read at
+    startup: a rename not yet made durable by the directory fsync could still be undone by a crash, so the
+    first `write` of a process always writes.
+
+    Not thread-safe: one writer (the log maintenance pass, or shutdown after it stopped).
+    """
+
+    __slots__ = ("path", "_durable")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._durable: dict[tuple[str, int], int] | None = None
+
+    def write(self, offsets: Mapping[tuple[str, int], int]) -> bool:
+        """Write `offsets` atomically and durably unless the file already holds exactly them; True if written.
+        Raises what the write raises (OSError), remembering nothing."""
+        offsets = dict(offsets)
+        if offsets == self._durable:
+            return False
+        self._durable = None
+        write_offsets(self.path, offsets)
+        self._durable = offsets
+        return True
 
 
 def read_offsets(path: Path) -> dict[tuple[str, int], int]:

@@ -44,11 +44,11 @@ class LogCleaner:
         with self._lock:
             self._first_dirty.update(checkpoints.read_offsets(log_dir / CHECKPOINT_FILE))
 
-    def write_checkpoint(self, log_dir: Path, logs: list[Log]) -> None:
+    def checkpoint_offsets(self, logs: list[Log]) -> dict[tuple[str, int], int]:
+        """The content of the `CHECKPOINT_FILE` of the dir holding `logs`: each one's first dirty offset."""
         with self._lock:
-            offsets = {(log.topic, log.partition): self._first_dirty[(log.topic, log.partition)]
-                       for log in logs if (log.topic, log.partition) in self._first_dirty}
-        checkpoints.write_offsets(log_dir / CHECKPOINT_FILE, offsets)
+            return {(log.topic, log.partition): self._first_dirty[(log.topic, log.partition)]
+                    for log in logs if (log.topic, log.partition) in self._first_dirty}
 
     def forget(self, log: Log) -> None:
         with self._lock:

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from brokerd.clock import Clock, SystemClock
 from brokerd.storage import checkpoints, topic_id_file
+from brokerd.storage.cleaner import CHECKPOINT_FILE as CLEANER_CHECKPOINT_FILE
 from brokerd.storage.cleaner import LogCleaner
 from brokerd.storage.config import LogConfig
 from brokerd.storage.errors import KafkaStorageError
@@ -103,6 +104,11 @@ class LogManager:
         self._topic_overrides: dict[str, dict[str, object]] = {}
         self._topic_configs: dict[str, LogConfig] = {}
         """Each topic's resolved config, one object shared by its logs."""
+        self._checkpoint_files = {
+            id(d): {name: checkpoints.OffsetCheckpointFile(d.path / name) for name in
+                    (RECOVERY_POINT_FILE, LOG_START_OFFSET_FILE, HIGH_WATERMARK_FILE, CLEANER_CHECKPOINT_FILE)}
+            for d in self.log_dirs}
+        """Each log dir's offset checkpoint files, by file name (written by `write_checkpoints`)."""
         self._lock = threading.Lock()
         self._maintenance_lock = threading.Lock()
         self._stop = threading.Event()
@@ -399,23 +405,27 @@ class LogManager:
                         self.cleaner.maybe_clean(log, now_ms)
                 except KafkaStorageError:
                     logger.warning("maintenance of %r skipped: its log dir is offline", log)
-            self.write_checkpoints()
+            self._write_checkpoints()
 
     def write_checkpoints(self) -> None:
         """Recovery points, log start offsets, high watermarks and cleaner offsets of each online dir,
-        atomically (every maintenance pass and at shutdown)."""
+        atomically (every maintenance pass and at shutdown). A file whose content did not change since it was
+        last written durably is not rewritten (`checkpoints.OffsetCheckpointFile`: never skipped when a value
+        changed or a log was added or removed, and rewritten after a failed write)."""
+        with self._maintenance_lock:
+            self._write_checkpoints()
+
+    def _write_checkpoints(self) -> None:
         for log_dir in self.log_dirs:
             if not log_dir.online:
                 continue
             logs = [(tp, log) for tp, log in self.logs() if log.log_dir is log_dir]
+            files = self._checkpoint_files[id(log_dir)]
             try:
                 with log_dir.io_guard():
-                    checkpoints.write_offsets(log_dir.path / RECOVERY_POINT_FILE,
-                                              {tp: log.recovery_point for tp, log in logs})
-                    checkpoints.write_offsets(log_dir.path / LOG_START_OFFSET_FILE,
-                                              {tp: log.log_start_offset for tp, log in logs})
-                    checkpoints.write_offsets(log_dir.path / HIGH_WATERMARK_FILE,
-                                              {tp: log.high_watermark for tp, log in logs})
-                    self.cleaner.write_checkpoint(log_dir.path, [log for _, log in logs])
+                    files[RECOVERY_POINT_FILE].write({tp: log.recovery_point for tp, log in logs})
+                    files[LOG_START_OFFSET_FILE].write({tp: log.log_start_offset for tp, log in logs})
+                    files[HIGH_WATERMARK_FILE].write({tp: log.high_watermark for tp, log in logs})
+                    files[CLEANER_CHECKPOINT_FILE].write(self.cleaner.checkpoint_offsets([log for _, log in logs]))
             except KafkaStorageError:
                 logger.warning("checkpoints of %s not written: the dir is offline", log_dir.path)

@@ -6,8 +6,9 @@ import uuid
 
 import pytest
 
-from brokerd.storage import LogManager, log_manager, topic_id_file
+from brokerd.storage import LogManager, checkpoints, log_manager, topic_id_file
 from brokerd.storage.checkpoints import read_epochs, read_offsets
+from brokerd.storage.cleaner import CHECKPOINT_FILE as CLEANER_CHECKPOINT_FILE
 from brokerd.storage.errors import KafkaStorageError
 
 from .conftest import build_batch, decode  # noqa: TID252
@@ -186,4 +187,46 @@ def test_get_or_create_replaces_a_loaded_log_of_another_topic_id(tmp_path, clock
     replaced = manager.get_or_create_log("t", 0, topic_id=NEW_ID)
     assert replaced.log_end_offset == 0 and topic_id_file.read(replaced.dir) == NEW_ID
     assert manager.get_or_create_log("t", 0, topic_id=NEW_ID) is replaced
+    manager.shutdown()
+
+
+def test_maintenance_rewrites_only_the_checkpoints_that_changed(tmp_path, clock, monkeypatch):
+    """Each step, then one maintenance pass: the checkpoint files rewritten, and every file reads back as the
+    logs' current values (written or not)."""
+    data = tmp_path / "data"
+    manager = LogManager([data], {}, clock)
+    manager.startup()
+    log = manager.get_or_create_log("t", 0)
+    written = []
+    real_write = checkpoints.write_atomically
+
+    every = {log_manager.RECOVERY_POINT_FILE, log_manager.LOG_START_OFFSET_FILE, log_manager.HIGH_WATERMARK_FILE}
+
+    def counting_write(path, data, *args, **kwargs):
+        if path.name in every | {CLEANER_CHECKPOINT_FILE}:  # not leader-epoch-checkpoint, partition.metadata
+            written.append(path.name)
+        real_write(path, data, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoints, "write_atomically", counting_write)
+    steps = [
+        ("first pass", lambda: None, every | {CLEANER_CHECKPOINT_FILE}),
+        ("nothing changed", lambda: None, set()),
+        ("appended, not flushed", lambda: log.append_as_leader(build_batch([(None, b"v", clock.now_ms())]), 0),
+         set()),
+        ("flushed", log.flush, {log_manager.RECOVERY_POINT_FILE}),
+        ("high watermark moved", lambda: setattr(log, "high_watermark", 1), {log_manager.HIGH_WATERMARK_FILE}),
+        ("log start moved", lambda: log.delete_records_before(1), {log_manager.LOG_START_OFFSET_FILE}),
+        ("log added", lambda: manager.get_or_create_log("t", 1), every),
+        ("log removed", lambda: manager.delete_log("t", 1), every),
+        ("nothing changed again", lambda: None, set()),
+    ]
+    for name, step, expected in steps:
+        step()
+        written.clear()
+        manager.run_maintenance(clock.now_ms())
+        assert set(written) == expected and len(written) == len(expected), name
+        for file, value in ((log_manager.RECOVERY_POINT_FILE, "recovery_point"),
+                            (log_manager.LOG_START_OFFSET_FILE, "log_start_offset"),
+                            (log_manager.HIGH_WATERMARK_FILE, "high_watermark")):
+            assert read_offsets(data / file) == {tp: getattr(lg, value) for tp, lg in manager.logs()}, (name, file)
     manager.shutdown()

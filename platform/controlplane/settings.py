@@ -312,6 +312,7 @@ STROM_ALERT_UNDER_REPLICATED_GRACE_S = float(os.environ.get("STROM_ALERT_UNDER_R
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"timed": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "timed"}},
     "root": {"handlers": ["console"], "level": os.environ.get("STROM_LOG_LEVEL", "WARNING")},
 }

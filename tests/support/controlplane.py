@@ -38,6 +38,8 @@ ADMIN_USER = "admin"
 ADMIN_PASSWORD = "control-plane-admin"
 """The local superuser (`manage.py ensure_admin`, as `make run` creates it)."""
 WEB_THREADS = 64
+ACCESS_LOG_FORMAT = '%(t)s "%(r)s" %(s)s %(b)s %(M)sms'
+"""Gunicorn access log lines with the time the response was logged (1 s resolution) and the time taken (ms)."""
 STOP_GRACE_S = 10.0
 
 
@@ -124,7 +126,8 @@ class ControlPlane:
         self.web = self._spawn("web", [
             sys.executable, "-m", "gunicorn", "controlplane.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
             "--worker-class", "gthread", "--workers", "1", "--threads", str(WEB_THREADS), "--timeout", "60",
-            "--graceful-timeout", "5", "--access-logfile", "-"])
+            "--graceful-timeout", "5", "--access-logfile", "-",
+            "--access-logformat", ACCESS_LOG_FORMAT])
         try:
             wait_until(self.web_answers, timeout_s, interval_s=0.1, message="the control plane's web process")
         except AssertionError:

@@ -6,10 +6,10 @@
    passed; a controller that cannot renew stops acting until it holds the lease again;
 2. fence dead brokers, moving their leaderships to the next in-sync replica and dropping them from ISRs
    (`election.on_broker_gone`): a broker whose session connection was closed from its side (its process
-   died: `Broker.connection_lost_at`) and which then missed a heartbeat, or whose last heartbeat is older
-   than the session timeout. Sessions only run while the controller watches heartbeats arrive: if no
-   broker's heartbeat gets through (the web process or the database is down), nobody is fenced, and once
-   heartbeats resume every broker gets a full session again;
+   died: `Broker.connection_lost_at`) and which then missed a heartbeat that other brokers' heartbeats show
+   the path carried, or whose last heartbeat is older than the session timeout. Sessions only run while the
+   controller watches heartbeats arrive: if no broker's heartbeat gets through (the web process or the
+   database is down), nobody is fenced, and once heartbeats resume every broker gets a full session again;
 3. elect leaders for partitions without one when the metadata changed (a broker came back, …);
 4. with auto leader rebalance, every check interval, move leadership back to preferred replicas of brokers
    whose imbalance exceeds the threshold;
@@ -77,6 +77,8 @@ class Controller:
         self.watching_since: datetime | None = None
         """Start of the current stretch in which this controller saw heartbeats arrive without a gap."""
         self._last_watch: datetime | None = None
+        self._newest_heartbeat: datetime | None = None
+        """The newest heartbeat of any broker at our last look (`watch_heartbeats`)."""
         self._path_down = False
         self.next_rebalance_at: datetime | None = None
         self._elected_at_version = -1
@@ -153,7 +155,7 @@ class Controller:
         paused controller, a takeover) also restarts the stretch: we only count what we watched.
         """
         now = self.clock()
-        newest = Broker.objects.aggregate(newest=Max("last_heartbeat"))["newest"]
+        newest = self._newest_heartbeat = Broker.objects.aggregate(newest=Max("last_heartbeat"))["newest"]
         continuous = self._last_watch is not None and now - self._last_watch < self.path_silence
         self._last_watch = now
         if newest is None or now - newest >= self.path_silence:
@@ -172,16 +174,22 @@ class Controller:
     def fence_expired_brokers(self) -> list[int]:
         """Fence running (or shutting-down) brokers that died; returns their ids.
 
-        Dead means: the broker's session connection was closed from its side and no heartbeat came within
-        one heartbeat interval after that, or no heartbeat for a session while we watched heartbeats
-        arrive (`watch_heartbeats`). Nothing is fenced while the heartbeat path is silent.
+        Dead means: the broker's session connection was closed from its side and none of its heartbeats
+        followed while the path carried heartbeats for at least one heartbeat interval after the loss (the
+        newest heartbeat of any broker is stamped that much later), or no heartbeat for a session while we
+        watched heartbeats arrive (`watch_heartbeats`). Nothing is fenced while the heartbeat path is silent.
+
+        The hang-up's deadline runs on the heartbeats' clock, not ours: when the web process or the database
+        is slow (SQLite's write lock held for seconds), every heartbeat commits late, and a live broker whose
+        session request timed out must not be fenced for a heartbeat that is merely queued with the others.
         """
         now = self.clock()
         watching_since = self.watch_heartbeats()
         if watching_since is None:
             return []
         no_heartbeat_since_loss = Q(last_heartbeat__isnull=True) | Q(last_heartbeat__lt=F("connection_lost_at"))
-        dead = Q(connection_lost_at__lte=now - self.heartbeat_interval) & no_heartbeat_since_loss
+        heard_until = min(now, self._newest_heartbeat)  # not None: watching_since is set
+        dead = Q(connection_lost_at__lte=heard_until - self.heartbeat_interval) & no_heartbeat_since_loss
         cutoff = now - self.session_timeout
         if watching_since < cutoff:  # a full session watched: silence is the broker's own
             dead |= Q(last_heartbeat__lt=cutoff) | Q(last_heartbeat__isnull=True)

@@ -297,6 +297,51 @@ def test_closed_connection_followed_by_a_heartbeat_fences_nobody(brokers, clock)
     assert Broker.objects.filter(state=BrokerState.RUNNING).count() == 3
 
 
+# Broker 1's session closes at 0 ms; every broker heartbeated until 10 ms before. Each row: the heartbeats that
+# commit afterwards as (broker, stamp in ms after the loss), the time of the controller's last look, and whether
+# broker 1 is fenced by then. A heartbeat is stamped when it reached the web process; a congested web process
+# or database (SQLite's write lock held by a long transaction) commits it later, as the 0-ms rows model.
+HANG_UP_ROWS = [
+    ("others heartbeat on time, broker 1 does not", [(2, 250), (3, 250)], 250, True),
+    ("others heartbeat on time, broker 1 does not: checked later", [(2, 250), (3, 250), (2, 400), (3, 400)], 400,
+     True),
+    ("no heartbeat committed since the loss (all queued behind the write lock)", [], 400, False),
+    ("others' heartbeats committed, but none an interval after the loss", [(2, 100), (3, 200)], 400, False),
+    ("broker 1's own heartbeat follows the loss", [(1, 200), (2, 250), (3, 250)], 450, False),
+    ("broker 1's heartbeat stamped before the others', committed after them", [(2, 300), (3, 300), (1, 100)], 450,
+     False),
+]
+
+
+@pytest.mark.parametrize(("commits", "until_ms", "fenced"), [row[1:] for row in HANG_UP_ROWS],
+                         ids=[row[0] for row in HANG_UP_ROWS])
+def test_a_closed_session_fences_only_after_a_heartbeat_interval_the_path_carried(brokers, clock, commits, until_ms,
+                                                                                  fenced):
+    controller = make_controller(clock)
+    controller.tick()
+    run(controller, clock, brokers, SESSION_MS)
+    clock.advance(10)
+    lost_at = clock()
+    services.connection_lost(1, brokers[1], now=lost_at)
+    pending = sorted(commits, key=lambda c: c[1])
+    for elapsed in range(0, until_ms + 1, 50):  # the controller looks every 50 ms
+        clock.now = lost_at + timedelta(milliseconds=elapsed)
+        for broker_id, stamp_ms in list(pending):
+            if max(stamp_ms, commit_ms(commits, broker_id, stamp_ms)) <= elapsed:
+                services.heartbeat(broker_id, brokers[broker_id], now=lost_at + timedelta(milliseconds=stamp_ms))
+                pending.remove((broker_id, stamp_ms))
+        controller.tick()
+    assert controller.watching_since is not None  # the path never counted as down: the rule alone decided
+    assert (Broker.objects.get(broker_id=1).state == BrokerState.FENCED) is fenced
+    assert Broker.objects.filter(broker_id__in=(2, 3), state=BrokerState.RUNNING).count() == 2
+
+
+def commit_ms(commits: list[tuple[int, int]], broker_id: int, stamp_ms: int) -> int:
+    """When a heartbeat commits: in row order (a heartbeat listed after later-stamped ones waited for the lock)."""
+    index = commits.index((broker_id, stamp_ms))
+    return max(stamp for _, stamp in commits[:index + 1])
+
+
 def test_connection_loss_of_an_old_registration_is_not_recorded(brokers, clock):
     services.register_broker(1, "PLAINTEXT://127.0.0.1:9091", None, [], now=clock())
     assert not services.connection_lost(1, brokers[1], now=clock())

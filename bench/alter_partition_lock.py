@@ -5,10 +5,10 @@ queue behind it).
 3 registered brokers, `BENCH_ALTER_PARTITIONS` (10,000) partitions in topics of 10, RF 3. Broker 1 then proposes,
 in one `services.alter_partitions` call each, `BENCH_ALTER_BATCH` (3,000) of the partitions it leads: first a
 shrink (its last follower leaves the ISR), then the expansion back; `BENCH_ALTER_REPEATS` (3) rounds. Per call it
-prints the whole call's wall time and the write transaction's, from `BEGIN IMMEDIATE` to `COMMIT` as SQLite's
-trace callback sees them on the caller's connection (the time every other writer — a heartbeat, a lease
-renewal — can wait). Also under a busy GIL (`BENCH_ALTER_BUSY_THREADS`, 2 threads spinning in Python), as in
-the web process, whose other request threads take turns with the one holding the lock.
+prints the whole call's wall time and the write transaction's, from `BEGIN IMMEDIATE` until its commit
+returned (`WriteLockClock`): the time every other writer — a heartbeat, a lease renewal — can wait. Also
+under a busy GIL (`BENCH_ALTER_BUSY_THREADS`, 2 threads spinning in Python), as in the web process, whose
+other request threads take turns with the one holding the lock.
 """
 
 import os
@@ -26,19 +26,28 @@ BUSY_THREADS = int(os.environ.get("BENCH_ALTER_BUSY_THREADS", "2"))
 
 
 class WriteLockClock:
-    """The write transactions of this thread's connection (BEGIN … COMMIT/ROLLBACK), in seconds."""
+    """The write transactions of one connection, in seconds: from its `BEGIN` (an execute wrapper) until its
+    commit returns. (SQLite's trace callback would also see every statement the triggers run, each a call
+    into Python that waits for the GIL: it slowed what it measured.)"""
 
-    def __init__(self) -> None:
+    def __init__(self, connection) -> None:
         self.transactions: list[float] = []
         self._began: float | None = None
+        connection.execute_wrappers.append(self._execute)
+        commit = connection._commit
 
-    def __call__(self, statement: str) -> None:
-        verb = statement.lstrip().split(" ", 1)[0].upper()
-        if verb == "BEGIN":
+        def timed_commit():
+            commit()
+            if self._began is not None:
+                self.transactions.append(time.perf_counter() - self._began)
+                self._began = None
+
+        connection._commit = timed_commit
+
+    def _execute(self, execute, sql, params, many, context):
+        if sql.lstrip().upper().startswith("BEGIN"):
             self._began = time.perf_counter()
-        elif verb in ("COMMIT", "ROLLBACK") and self._began is not None:
-            self.transactions.append(time.perf_counter() - self._began)
-            self._began = None
+        return execute(sql, params, many, context)
 
 
 def one_round(broker_epoch: int, clock: WriteLockClock) -> list[tuple[str, float, float]]:
@@ -77,9 +86,7 @@ def main() -> None:
         epochs = {b: services.register_broker(b, f"PLAINTEXT://127.0.0.1:{9091 + b}", None, [])["registration_epoch"]
                   for b in (1, 2, 3)}
         grow_to(PARTITIONS)
-        connection.ensure_connection()
-        clock = WriteLockClock()
-        connection.connection.set_trace_callback(clock)
+        clock = WriteLockClock(connection)
         print(f"{PARTITIONS} partitions, batches of {BATCH}; seconds (median of {REPEATS}) whole call / "
               "write transaction")
         for busy in (0, BUSY_THREADS):

@@ -7,7 +7,8 @@ validates its (large) batch before that transaction and writes it by compare-and
 epochs, so that the lock is held only for set-based statements (`alter_partitions`). The heartbeat and
 the connection-loss record are the exceptions that prove the rule: each is a single conditional UPDATE (on
 the broker's epoch and live state) taking no lock, because neither is a metadata change and both must stay
-cheap; the controller re-checks them under the lock before fencing.
+cheap (the heartbeat waits only briefly for SQLite's write lock: `metadata.liveness_write`); the controller
+re-checks them under the lock before fencing.
 """
 
 import json
@@ -83,14 +84,17 @@ def register_broker(broker_id: int, listeners: str, rack: str | None, log_dirs: 
 def heartbeat(broker_id: int, registration_epoch: int, shutting_down: bool = False,
               now: datetime | None = None) -> dict:
     """Record that the broker is alive. A fenced broker learns it must register again (state `fenced`).
+    The write waits only briefly for SQLite's write lock (`metadata.liveness_write`: WriteLockBusy, 503, and
+    the broker's next heartbeat tries again) and is stamped with the time it got it, not the arrival time.
 
     `shutting_down` is Kafka's controlled shutdown: the broker's leaderships move to other in-sync
     replicas and it leaves the ISRs at once, before it stops; it is fenced when its heartbeats stop.
     """
-    now = now or timezone.now()
     live = Broker.objects.filter(broker_id=broker_id, registration_epoch=registration_epoch,
                                  state__in=(BrokerState.RUNNING, BrokerState.SHUTTING_DOWN))
-    if live.update(last_heartbeat=now) == 0:
+    with metadata.liveness_write() as clock:  # stamped once the write lock is held (when it commits)
+        updated = live.update(last_heartbeat=now or clock())
+    if updated == 0:
         broker = Broker.objects.filter(broker_id=broker_id).first()
         if broker is None or broker.registration_epoch != registration_epoch:
             raise _stale(broker_id, registration_epoch)

@@ -3,8 +3,9 @@ and the controller's lease renewal wait only briefly for the lock, then give up 
 its web thread), and what does commit is stamped with the time it got the lock, not the time it arrived. The
 controller's loop does not take the lock when nothing needs it.
 
-Real transactions on separate connections (threads), so `transaction=True`; every wait is bounded by an event or
-`wait_until`, and the bounds are generous (the lock wait under test is 300 ms, the busy timeout it replaces 20 s).
+Real transactions on separate connections (threads), so `transaction=True`; the threads are synchronised by events
+(the lock is held; a writer issued its BEGIN and waits), never by sleeps, and the bounds are generous (the lock
+wait under test is 300 ms, the busy timeout it replaces 20 s).
 """
 
 import threading

@@ -4,6 +4,7 @@ replica manager applying the final image in one go (`CREATE_OFF_LOOP_MIN_LOGS` o
 in place, one `_apply`). No loop step gives more than a slice of replicas their role."""
 
 import asyncio
+import contextlib
 import dataclasses
 import uuid
 from collections.abc import Callable
@@ -106,15 +107,25 @@ def small_slices(monkeypatch):
     monkeypatch.setattr(replica_manager, "ROLE_SLICE_REPLICAS", SLICE)
 
 
+@contextlib.asynccontextmanager
+async def broker(tmp_path):
+    """Broker 1 with no topic yet: its logs, its metadata (a script) and its replica manager, started."""
+    logs = LogManager([tmp_path / "logs"], {}, ManualClock())
+    logs.startup()
+    metadata = ScriptedMetadata(image())
+    replicas = ReplicaManager(logs, metadata, node_id=1, clock=ManualClock())
+    replicas.start()
+    try:
+        yield logs, metadata, replicas
+    finally:
+        await replicas.stop()
+        logs.shutdown()
+
+
 @pytest.mark.parametrize("race", RACES.values(), ids=RACES.keys())
 def test_images_arriving_while_slices_run_end_as_the_final_image_applied_at_once(tmp_path, monkeypatch, race):
     async def main():
-        logs = LogManager([tmp_path / "logs"], {}, ManualClock())
-        logs.startup()
-        metadata = ScriptedMetadata(image())
-        replicas = ReplicaManager(logs, metadata, node_id=1, clock=ManualClock())
-        replicas.start()
-        try:
+        async with broker(tmp_path) as (logs, metadata, replicas):
             metadata.set_image(FIRST)
             assert not replicas._partitions and replicas._creating  # created off the loop
             await until(lambda: replicas._partitions)  # the first slice has been applied ...
@@ -123,9 +134,6 @@ def test_images_arriving_while_slices_run_end_as_the_final_image_applied_at_once
                 metadata.set_image(change)
             await settled(replicas)
             return state(replicas, logs)
-        finally:
-            await replicas.stop()
-            logs.shutdown()
 
     sliced = asyncio.run(main())
     assert sliced == one_shot(tmp_path, race[-1] if race else FIRST, monkeypatch)
@@ -133,21 +141,13 @@ def test_images_arriving_while_slices_run_end_as_the_final_image_applied_at_once
 
 def test_no_loop_step_gives_more_than_a_slice_of_replicas_their_role(tmp_path):
     async def main():
-        logs = LogManager([tmp_path / "logs"], {}, ManualClock())
-        logs.startup()
-        metadata = ScriptedMetadata(image())
-        replicas = ReplicaManager(logs, metadata, node_id=1, clock=ManualClock())
-        replicas.start()
-        try:
+        async with broker(tmp_path) as (_, metadata, replicas):
             metadata.set_image(FIRST)
             seen = [0]
             while replicas._creations:  # one sample per loop step: this task and the slicer alternate
                 await asyncio.sleep(0)
                 seen.append(len(replicas._partitions))
             return seen
-        finally:
-            await replicas.stop()
-            logs.shutdown()
 
     seen = asyncio.run(main())
     steps = [after - before for before, after in zip(seen, seen[1:], strict=False) if after != before]
@@ -157,26 +157,21 @@ def test_no_loop_step_gives_more_than_a_slice_of_replicas_their_role(tmp_path):
 
 def test_stop_while_slices_run_is_clean_and_the_next_start_completes_the_image(tmp_path, monkeypatch):
     async def main():
-        logs = LogManager([tmp_path / "logs"], {}, ManualClock())
-        logs.startup()
-        metadata = ScriptedMetadata(image())
-        replicas = ReplicaManager(logs, metadata, node_id=1, clock=ManualClock())
-        replicas.start()
-        metadata.set_image(FIRST)
-        await until(lambda: replicas._partitions)
-        given = len(replicas._partitions)
-        await replicas.stop()
-        assert given < len(replicas._partitions) + len(A.partitions) + len(B.partitions)
-        assert len(replicas._partitions) == given  # no slice ran after stop()
-        assert not replicas._creations and not replicas._creating and not replicas._fetchers
-        assert len(logs.logs()) == len(A.partitions) + len(B.partitions)  # kept for the next start
-        restarted = ReplicaManager(logs, metadata, node_id=1, clock=ManualClock())
-        restarted.start()
-        try:
-            await settled(restarted)
-            return state(restarted, logs)
-        finally:
-            await restarted.stop()
-            logs.shutdown()
+        async with broker(tmp_path) as (logs, metadata, replicas):
+            metadata.set_image(FIRST)
+            await until(lambda: replicas._partitions)
+            given = len(replicas._partitions)
+            await replicas.stop()
+            assert 0 < given < len(A.partitions) + len(B.partitions)  # stopped between two slices
+            assert len(replicas._partitions) == given  # no slice ran after stop()
+            assert not replicas._creations and not replicas._creating and not replicas._fetchers
+            assert len(logs.logs()) == len(A.partitions) + len(B.partitions)  # kept for the next start
+            restarted = ReplicaManager(logs, metadata, node_id=1, clock=ManualClock())
+            restarted.start()
+            try:
+                await settled(restarted)
+                return state(restarted, logs)
+            finally:
+                await restarted.stop()
 
     assert asyncio.run(main()) == one_shot(tmp_path, FIRST, monkeypatch)

@@ -471,6 +471,7 @@ class ReplicaManager:
             self._creating.difference_update(TopicPartition(new.topic, new.partition) for new in missing)
             self._apply_incomplete = True
             return
+        led = followed = 0
         try:
             for start in range(0, len(missing), ROLE_SLICE_REPLICAS):
                 if start:
@@ -480,18 +481,21 @@ class ReplicaManager:
                 batch = missing[start:start + ROLE_SLICE_REPLICAS]
                 self._creating.difference_update(TopicPartition(new.topic, new.partition) for new in batch)
                 try:
-                    self._apply_created(batch, created)
+                    roles = self._apply_created(batch, created)
+                    led, followed = led + roles[0], followed + roles[1]
                 except Exception:  # noqa: BLE001 - the next image visits every replica again, in full
                     log.exception("giving %d new replicas their roles failed", len(batch))
                     self._apply_incomplete = True
         finally:
             self._creating.difference_update(TopicPartition(new.topic, new.partition) for new in missing)
+            self._log_roles(self._metadata.image, led, followed)  # one line for the batch, not one per slice
 
-    def _apply_created(self, batch: Sequence[NewLog], created: Mapping[TopicPartition, Log]) -> None:
+    def _apply_created(self, batch: Sequence[NewLog], created: Mapping[TopicPartition, Log]) -> tuple[int, int]:
         """One slice of `_create_off_loop`: each replica of `batch` in the role the current image gives it. A log
         whose replica left the image (topic deleted, re-created under a new id, reassigned away) is deleted; a
         replica the image still places here without a log of its id (re-created topic, a failed dir) goes
-        through `_apply_topics` as a change of its topic would."""
+        through `_apply_topics` as a change of its topic would. Returns how many became leaders and followers
+        (the caller logs the sum)."""
         image = self._metadata.image
         led = followed = 0
         redo: set[str] = set()
@@ -517,11 +521,11 @@ class ReplicaManager:
                                                   image.broker(assignment.leader_id))  # type: ignore[union-attr]
         if redo:
             self._apply_topics(image, sorted(redo), image)
-            return  # `_apply_topics` stopped the idle fetchers, logged and told the listeners
+            return led, followed  # `_apply_topics` stopped the idle fetchers and told the listeners
         self._stop_idle_fetchers()
-        self._log_roles(image, led, followed)
         for listener in self._role_listeners:
             listener()
+        return led, followed
 
     def _become_leader(self, partition: Partition, assignment: PartitionAssignment) -> bool:
         """True if this is a new leadership (one line per partition at DEBUG; `_apply` sums them up at INFO:

@@ -14,7 +14,7 @@ the partitions whose position changed and the answer only those with records or 
 start offset or error, so an idle follower of thousands of partitions sends and handles almost nothing. The round
 itself follows what changed too: the fetcher keeps what it asks for (`_wanted`) and each round looks only at the
 partitions touched since the last one — appended to, truncated, backing off or back, added or removed
-(`_update`) — and at all of them every `POSITION_REFRESH_S` (a log start moved by retention). Requests
+(`_update`) — and at a few more, checked against their logs in turn (`_check_positions`). Requests
 go over one `brokerd.client.BrokerClient` (framing, correlation ids, timeouts); the Fetch response is laid
 out by `brokerd.protocol.fetch_response`.
 
@@ -65,9 +65,13 @@ partitions would otherwise hold every other request of the broker up while it go
 EARLIEST_TIMESTAMP = -2
 
 
-POSITION_REFRESH_S = 2.0
-"""Every cached fetch position is read from its log again this often: a follower's log start offset may move
+POSITION_CHECK_S = 2.0
+"""Each cached fetch position is checked against its log about this often: a follower's log start offset may move
 by retention, which no event here reports."""
+POSITION_CHECKS_PER_ROUND = 512
+"""At most this many positions are checked in one round, so a round stays short however many partitions the
+fetcher has (checking all 10,000 at once held the loop ~25 ms); with many partitions and idle rounds a position
+is then checked less often than every `POSITION_CHECK_S`."""
 
 
 @dataclass(slots=True)
@@ -78,8 +82,9 @@ class FetchState:
     delayed_until: float = 0.0
     position: FetchPosition | None = None
     """What the next fetch asks for this partition, None until read from the log again: cleared whenever this
-    fetcher appends or truncates (the log end moves), and every `POSITION_REFRESH_S`. Building the position of
-    each of thousands of idle partitions every round was most of an idle follower's time."""
+    fetcher appends or truncates (the log end moves), or when `ReplicaFetcher._check_positions` finds it out of
+    date. Building the position of each of thousands of idle partitions every round was most of an idle follower's
+    time."""
     fetching: bool = False
     """The fetch in flight (the last `ReplicaFetcher._update`) names this state's position in `_wanted`; False for
     a state added since."""
@@ -99,8 +104,12 @@ class ReplicaFetcher:
         self._task: asyncio.Task | None = None
         self._client = BrokerClient(source.host, source.port, f"strom-replica-fetcher-{node_id}")
         self._session = FetchSessionHandler()
-        self._positions_fresh_until = 0.0
-        """loop.time() until which the cached `FetchState.position`s may be used."""
+        self._check_queue: list[FetchState] = []
+        """The states whose positions `_check_positions` has still to check in this pass."""
+        self._check_budget = 0.0
+        """Positions `_check_positions` may check: grows with time, at `len(_states)` per `POSITION_CHECK_S`."""
+        self._checked_at = 0.0
+        """loop.time() of the last `_check_positions`."""
         self._touched: set[TopicPartition] = set()
         """Partitions whose state changed since `_update` last looked at them: added, removed, appended to,
         truncated, or backing off. A round looks only at these (and at the ones whose backoff ended), so its work
@@ -187,14 +196,10 @@ class ReplicaFetcher:
 
     def _update(self, now: float) -> None:
         """Bring `_wanted`, `_truncating` and `_delayed` up to date with the touched partitions, those whose
-        backoff ended and — every `POSITION_REFRESH_S`, or every round while replication is throttled (a throttled
-        position depends on the quota left) — all of them."""
+        backoff ended, those whose position `_check_positions` finds out of date and — every round while replication
+        is throttled (a throttled position depends on the quota left) — all of them."""
         touched = self._touched
-        if now >= self._positions_fresh_until:
-            for state in self._states.values():
-                state.position = None
-            self._positions_fresh_until = now + POSITION_REFRESH_S
-            touched.update(self._states)
+        self._check_positions(now)
         limited = self._quota.limited
         if limited:
             touched.update(self._states)
@@ -227,6 +232,27 @@ class ReplicaFetcher:
                 self._wanted[key] = position
                 self._unsent.add(key)
         touched.clear()
+
+    def _check_positions(self, now: float) -> None:
+        """Check a slice of the cached positions against their logs, in turn, about `POSITION_CHECK_S` apart each
+        (at most `POSITION_CHECKS_PER_ROUND` per round): an out-of-date one is read again and its partition touched."""
+        self._check_budget = min(self._check_budget + len(self._states) * (now - self._checked_at) / POSITION_CHECK_S,
+                                 POSITION_CHECKS_PER_ROUND)
+        self._checked_at = now
+        queue = self._check_queue
+        while self._check_budget >= 1:
+            if not queue:
+                queue.extend(self._states.values())
+                queue.reverse()
+                if not queue:
+                    return
+            state = queue.pop()
+            self._check_budget -= 1
+            position, partition = state.position, state.partition
+            if position is not None and (position.fetch_offset != partition.log_end_offset
+                                         or position.log_start_offset != partition.log_start_offset):
+                state.position = None
+                self._touched.add(partition.key)
 
     def _position(self, state: FetchState, limited: bool, allowance: int) -> FetchPosition | None:
         """What a fetch names for a ready partition; None if the replication throttle leaves it out this round

@@ -44,6 +44,8 @@ class Received:
     partitions: list[tuple[str, int, int]]
     """(topic, partition, fetch offset or asked epoch) per partition."""
     forgotten: list[tuple[str, int]] = field(default_factory=list)
+    log_start_offsets: list[int] = field(default_factory=list)
+    """Fetch: the follower's log start offset per partition asked."""
 
 
 @dataclass
@@ -120,7 +122,8 @@ class FakeLeader:
         if api_key == ApiKey.FETCH:
             asked = [(t.topic, int(p.partition), int(p.fetch_offset)) for t in request.topics for p in t.partitions]
             forgotten = [(t.topic, int(p)) for t in request.forgotten_topics_data for p in t.partitions]
-            self.received.append(Received(now, api_key, asked, forgotten))
+            log_starts = [int(p.log_start_offset) for t in request.topics for p in t.partitions]
+            self.received.append(Received(now, api_key, asked, forgotten, log_starts))
             response = self._fetch(request)
             if not any(p.records for t in response.responses for p in t.partitions):
                 await asyncio.sleep(0.01)  # a little of the long poll, so an idle fetcher does not spin

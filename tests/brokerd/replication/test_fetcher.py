@@ -10,6 +10,7 @@ from collections.abc import Callable
 from kio.schema.errors import ErrorCode
 
 from brokerd.protocol.api_keys import ApiKey
+from brokerd.replication import fetcher as fetcher_module
 from brokerd.replication.config import ReplicationConfig
 from brokerd.replication.fetcher import ReplicaFetcher
 from brokerd.replication.partition import Partition
@@ -282,6 +283,28 @@ def test_in_a_session_a_round_names_only_the_partitions_that_changed(make_partit
             fetcher.remove(("t", 0))
             await eventually(lambda: any(r.forgotten == [("t", 0)] for r in since(start)), message="t-0 forgotten")
             assert not any(r.partitions for r in since(start))
+        finally:
+            await fetcher.stop()
+            await leader.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_log_start_moved_by_retention_on_the_follower_is_sent_again(make_partition, monkeypatch):
+    """No event reports a follower's log start moved by its own retention: the fetcher's check of its cached
+    positions (`_check_positions`) finds it, and the session names the partition again with it."""
+    monkeypatch.setattr(fetcher_module, "POSITION_CHECK_S", 0.2)
+
+    async def scenario():
+        leader_partition = leading(make_partition, 1, 0, 5)
+        follower = following(make_partition, 2, 1, 0)
+        leader = await FakeLeader(1, {KEY: leader_partition}, sessions=True).start()
+        fetcher = await fetching(leader, follower)
+        try:
+            await eventually(lambda: follower.high_watermark == 5, message="caught up")
+            follower.log.delete_records_before(3)  # what retention does on the follower
+            await eventually(lambda: any(r.log_start_offsets == [3] for r in leader.requests(ApiKey.FETCH)),
+                             timeout_s=2, message="the new log start sent")
         finally:
             await fetcher.stop()
             await leader.stop()

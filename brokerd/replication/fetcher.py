@@ -236,8 +236,9 @@ class ReplicaFetcher:
     def _check_positions(self, now: float) -> None:
         """Check a slice of the cached positions against their logs, in turn, about `POSITION_CHECK_S` apart each
         (at most `POSITION_CHECKS_PER_ROUND` per round): an out-of-date one is read again and its partition touched."""
-        self._check_budget = min(self._check_budget + len(self._states) * (now - self._checked_at) / POSITION_CHECK_S,
-                                 POSITION_CHECKS_PER_ROUND)
+        count = len(self._states)
+        self._check_budget = min(self._check_budget + count * (now - self._checked_at) / POSITION_CHECK_S,
+                                 POSITION_CHECKS_PER_ROUND, count)
         self._checked_at = now
         queue = self._check_queue
         while self._check_budget >= 1:

@@ -17,7 +17,7 @@ STROM_LOGIN_FAILURE_LIMIT, STROM_LOGIN_COOLOFF_MINUTES failed logins (per user n
 STROM_CLUSTER_SECRET the shared secret of the broker ↔ control plane internal API (default: generated once
                    into STROM_VAR_DIR/cluster_secret)
 Cluster timing (Kafka's names; see "The controller" below): STROM_BROKER_SESSION_TIMEOUT_MS,
-STROM_BROKER_HEARTBEAT_INTERVAL_MS, STROM_CONTROLLER_LEASE_MS, STROM_CONTROLLER_TICK_MS,
+STROM_BROKER_HEARTBEAT_INTERVAL_MS, STROM_LIVENESS_LOCK_WAIT_MS, STROM_CONTROLLER_LEASE_MS, STROM_CONTROLLER_TICK_MS,
 STROM_AUTO_LEADER_REBALANCE_ENABLE, STROM_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
 STROM_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE, STROM_NUM_PARTITIONS
 STROM_BOOTSTRAP_SERVERS Kafka bootstrap list (host:port,…) the control plane uses as a Kafka client for consumer
@@ -275,6 +275,10 @@ def _env_bool(name: str, default: bool) -> bool:
 # heartbeats at 250 ms (a heartbeat is one small UPDATE; measured worst gaps are far below that).
 STROM_BROKER_SESSION_TIMEOUT_MS = _env_int("STROM_BROKER_SESSION_TIMEOUT_MS", 2000)
 STROM_BROKER_HEARTBEAT_INTERVAL_MS = _env_int("STROM_BROKER_HEARTBEAT_INTERVAL_MS", 250)
+# How long a heartbeat or a lease renewal waits for SQLite's write lock (held by metadata changes) before giving
+# up (cluster.metadata.liveness_write): under the broker's 1 s heartbeat request timeout, so an answer arrives
+# before the broker gives up, and a heartbeat it gave up on does not keep a web thread waiting.
+STROM_LIVENESS_LOCK_WAIT_MS = _env_int("STROM_LIVENESS_LOCK_WAIT_MS", 750)
 # The controller's lease in the database: renewed every third of it; a successor waits for it to expire.
 STROM_CONTROLLER_LEASE_MS = _env_int("STROM_CONTROLLER_LEASE_MS", 3000)
 STROM_CONTROLLER_TICK_MS = _env_int("STROM_CONTROLLER_TICK_MS", 100)

@@ -5,22 +5,31 @@ starts with `locked_state()`, which locks the single `ControllerState` row (SELE
 PostgreSQL; SQLite's IMMEDIATE transactions already serialise writers). Changes are therefore applied one at
 a time, and whoever holds the lock sees the latest committed epochs. `bump()` increments `metadata_version`;
 readers (`image`, `wait_for_version`) take no lock.
+
+Liveness writes (a heartbeat, the controller's lease renewal) are not metadata changes but, on SQLite, need
+the same write lock; `liveness_write()` waits for it only briefly and is stamped once it holds it.
 """
 
+import contextlib
 import json
 import threading
 import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
 
-from django.db import connection, transaction
+from django.conf import settings
+from django.db import OperationalError, connection, transaction
+from django.utils import timezone
 
+from controlplane.core.errors import KafkaApiError
 from controlplane.topics.models import Partition, Topic
 
 from . import changelog
 from .changelog import broker_configs_image
 from .models import Broker, BrokerState, ControllerState
 
-__all__ = ("broker_configs_image", "bump", "current_version", "image", "image_json", "locked_state", "partition_image",
-           "topic_image", "wait_for_version")
+__all__ = ("WriteLockBusy", "broker_configs_image", "bump", "current_version", "image", "image_json", "liveness_write",
+           "locked_state", "partition_image", "topic_image", "wait_for_version")
 
 MAX_WAIT_MS = 30_000
 POLL_STEP_S = 0.02
@@ -35,6 +44,48 @@ def locked_state() -> ControllerState:
         ControllerState.objects.get_or_create(singleton=True)
         state = ControllerState.objects.select_for_update().get(singleton=True)
     return state
+
+
+class WriteLockBusy(KafkaApiError):
+    """`liveness_write` did not get SQLite's write lock within its wait (503: the caller retries)."""
+
+    def __init__(self, wait_ms: int):
+        super().__init__("REQUEST_TIMED_OUT", f"The metadata store's write lock stayed busy for {wait_ms} ms; "
+                                              "try again", status=503)
+
+
+@contextlib.contextmanager
+def liveness_write(wait_ms: int | None = None) -> Iterator[Callable[[], datetime]]:
+    """A short write transaction for liveness (a heartbeat, a lease renewal) that waits at most `wait_ms`
+    (setting `STROM_LIVENESS_LOCK_WAIT_MS`) for SQLite's write lock, else raises `WriteLockBusy`; yields the
+    clock to stamp the write with, read once the lock is held.
+
+    Why: SQLite has one write lock, which metadata changes hold for their whole transaction. A heartbeat
+    that waited the connection's full busy timeout (20 s) outlived the broker's request (1 s), kept a web
+    thread and kept competing with the broker's next heartbeats, and was stamped with its arrival time, so a
+    heartbeat that committed late looked old. Now a heartbeat the broker gave up on gives up too, and a
+    committed one is stamped when it committed. On PostgreSQL (row locks: a heartbeat waits only for a change
+    to its own broker row) and inside an enclosing transaction (tests) this is a plain `transaction.atomic()`.
+    """
+    db = transaction.get_connection()
+    if db.vendor != "sqlite" or db.in_atomic_block:
+        with transaction.atomic():
+            yield timezone.now
+        return
+    wait_ms = settings.STROM_LIVENESS_LOCK_WAIT_MS if wait_ms is None else wait_ms
+    db.ensure_connection()
+    with db.cursor() as cursor:
+        cursor.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+    try:
+        with transaction.atomic():  # BEGIN IMMEDIATE: waits here for the write lock
+            yield timezone.now
+    except OperationalError as e:
+        if "locked" not in str(e):
+            raise
+        raise WriteLockBusy(wait_ms) from None
+    finally:
+        with db.cursor() as cursor:
+            cursor.execute(f"PRAGMA busy_timeout = {int(db.settings_dict['OPTIONS'].get('timeout', 5) * 1000)}")
 
 
 def bump(state: ControllerState) -> int:

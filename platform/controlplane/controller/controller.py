@@ -38,6 +38,7 @@ from controlplane.cluster.models import Broker, BrokerState, ControllerState
 from controlplane.topics.models import NO_LEADER, Partition
 
 from . import election, executor
+from .models import ACTIVE_STATES, ReassignmentExecution
 
 __all__ = ("Controller", "NotControllerError")
 
@@ -92,12 +93,24 @@ class Controller:
     #
 
     def maybe_hold_lease(self) -> bool:
-        """Take over an expired lease or renew ours when a third of it passed; True while we hold it."""
+        """Take over an expired lease or renew ours when a third of it passed; True while we hold it.
+
+        The write waits only briefly for SQLite's write lock (`metadata.liveness_write`): while a metadata
+        change holds it, nobody can take the lease over either, so we keep holding it until it expires and
+        try again next tick. The new expiry counts from when the lock was obtained, not from before the wait.
+        """
         now = self.clock()
         if self.is_active and self.lease_expires_at - now > self.lease * 2 / 3:
             return True
-        with transaction.atomic():
+        try:
+            return self._hold_lease()
+        except metadata.WriteLockBusy:
+            return self.is_active and self.lease_expires_at > self.clock()
+
+    def _hold_lease(self) -> bool:
+        with metadata.liveness_write():
             state = metadata.locked_state()
+            now = self.clock()
             if self.is_active and state.active_controller_id == self.identity and state.controller_epoch == self.epoch:
                 ControllerState.objects.filter(pk=state.pk, active_controller_id=self.identity,
                                                controller_epoch=self.epoch).update(lease_expires_at=now + self.lease)
@@ -251,11 +264,14 @@ class Controller:
         return moved
 
     def maybe_advance_executions(self) -> list[int]:
-        """Advance the reassignment executions every executor interval; returns those looked at."""
+        """Advance the reassignment executions every executor interval; returns those looked at. Takes the
+        write lock only while an execution is active (it is the metadata lock heartbeats also need)."""
         now = self.clock()
         if self.next_execution_look_at is not None and now < self.next_execution_look_at:
             return []
         self.next_execution_look_at = now + self.executor_interval
+        if not ReassignmentExecution.objects.filter(state__in=ACTIVE_STATES).exists():
+            return []
         with transaction.atomic():
             self._guard()
             return executor.advance(now)

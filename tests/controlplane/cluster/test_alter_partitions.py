@@ -1,13 +1,17 @@
 """AlterPartition batched (`services.alter_partitions`, `POST /internal/v1/partitions/alter` with `partitions`):
 many partitions in one transaction and one metadata version, each refused or accepted on its own with its Kafka
-error, the whole request refused only for a stale registration."""
+error, the whole request refused only for a stale registration; a partition that changes between the validation
+and the write transaction is refused as a stale proposal (compare-and-set on its epochs)."""
 
 import json
 
 import pytest
+from django.db import transaction
 from django.test import Client
 
 from controlplane.cluster import metadata, services
+from controlplane.cluster.models import Broker, BrokerState
+from controlplane.controller import election
 from controlplane.core.errors import KafkaApiError
 from controlplane.topics import services as topics
 from controlplane.topics.models import Partition
@@ -86,3 +90,80 @@ def test_the_internal_api_answers_per_partition(cluster, settings):
     assert [(r["partition"], r["error"]) for r in results] == [(first.partition, None),
                                                                 (second.partition, "INVALID_UPDATE_VERSION")]
     assert len(results[0]["isr"]) == 2
+
+
+def move_leader(p: Partition) -> None:
+    """Another writer moves the leadership of `p` to its next in-sync replica (leader epoch + 1)."""
+    with transaction.atomic():
+        state = metadata.locked_state()
+        fresh = Partition.objects.get(pk=p.pk)
+        election.apply_change(fresh, election.PartitionState(next(b for b in fresh.isr if b != fresh.leader),
+                                                             tuple(fresh.isr)))
+        metadata.bump(state)
+
+
+def alter_again(p: Partition) -> None:
+    """The same leader's other AlterPartition for `p` commits first (partition epoch + 1)."""
+    [result] = services.alter_partitions(1, Broker.objects.get(broker_id=1).registration_epoch, [
+        services.IsrChange(p.topic.name, p.partition, p.leader_epoch, p.partition_epoch, (p.leader,))])
+    assert result["error"] is None
+
+
+def fence_follower(p: Partition) -> None:
+    """The follower that `p`'s proposal brings back into the ISR is fenced (no epoch of `p` moves)."""
+    with transaction.atomic():
+        state = metadata.locked_state()
+        Broker.objects.filter(broker_id=p.replicas[-1]).update(state=BrokerState.FENCED)
+        election.on_broker_gone(p.replicas[-1], election.live_broker_ids())
+        metadata.bump(state)
+
+
+def delete_topic(p: Partition) -> None:
+    topics.delete_topic(p.topic.name)
+
+
+@pytest.mark.parametrize(("meanwhile", "error"), [
+    (None, None),
+    (move_leader, "FENCED_LEADER_EPOCH"),
+    (alter_again, "INVALID_UPDATE_VERSION"),
+    (fence_follower, "INELIGIBLE_REPLICA"),
+    (delete_topic, "UNKNOWN_TOPIC_OR_PARTITION"),
+])
+def test_a_partition_changed_after_validation_is_refused_as_stale(cluster, monkeypatch, meanwhile, error):
+    """Validation reads outside the write transaction: what commits between it and the write (here, injected
+    right after `_validated`) refuses that partition's proposal, and only that one; the batch is still one
+    metadata version on top of what committed meanwhile, and the refused row keeps what the other writer left."""
+    topics.create_topic("victim", assignments=[[1, 2, 3]])
+    topics.create_topic("bystander", assignments=[[1, 2]])  # not on broker 3, which one row fences
+    victim, bystander = (Partition.objects.get(topic__name=name) for name in ("victim", "bystander"))
+    [shrunk] = services.alter_partitions(1, cluster[1], [
+        services.IsrChange("victim", 0, victim.leader_epoch, victim.partition_epoch, (1, 2))])
+    victim.refresh_from_db()
+    assert shrunk["error"] is None and victim.isr == [1, 2]
+    expand = services.IsrChange("victim", 0, victim.leader_epoch, victim.partition_epoch, (1, 2, 3))
+    validated = services._validated
+    interleaved = []  # the version once the other writer committed
+
+    def validated_then_meanwhile(*args):
+        checked = validated(*args)
+        if not interleaved:  # the request under test (`alter_again` makes another one)
+            interleaved.append(None)
+            if meanwhile is not None:
+                meanwhile(Partition.objects.get(pk=victim.pk))
+            interleaved[0] = metadata.current_version()
+        return checked
+
+    monkeypatch.setattr(services, "_validated", validated_then_meanwhile)
+    results = services.alter_partitions(1, cluster[1], [
+        expand, services.IsrChange("bystander", 0, bystander.leader_epoch, bystander.partition_epoch, (1,))])
+    assert [r["error"] for r in results] == [error, None]
+    assert metadata.current_version() == interleaved[0] + 1
+    bystander.refresh_from_db()
+    assert bystander.isr == [1] and results[1]["partition_epoch"] == bystander.partition_epoch
+    after = Partition.objects.filter(pk=victim.pk).first()
+    if error is None:
+        assert after.isr == [1, 2, 3] and results[0]["isr"] == [1, 2, 3]
+        assert results[0]["partition_epoch"] == after.partition_epoch == victim.partition_epoch + 1
+    else:
+        assert results[0]["message"]
+        assert after is None or after.isr != [1, 2, 3]

@@ -26,6 +26,13 @@ empty logs. Measured:
   broker 1 led) acknowledged;
 - **restart**: the killed broker started again (after SIGKILL: every log recovered) until it serves.
 
+For a diagnosis: `BENCH_METADATA_DIR=<dir>` keeps each size's cluster under `<dir>/<size>` (the web, controller
+and broker logs; delete the brokers' log dirs afterwards: at 100,000 partitions 300,000 log directories of 4
+inodes and ~12 KiB each, ~1.2 M inodes and ~3.6 GB), `BENCH_METADATA_SLOW_CALLBACK_MS=500` has every broker log
+the event-loop callbacks that held its loop that long (`strom.loop.slow.callback.ms`); the control plane's
+settings come from the environment (e.g. `STROM_BROKER_SESSION_TIMEOUT_MS`, passed on by
+`tests.support.controlplane`).
+
 References printed beside the figures: Kafka 3.9 KRaft (the issue: a broker failure at this scale re-elects
 in seconds, its 3.9 defaults detect a dead broker after 9 s — 13.2 s from kill to acknowledged on one
 partition as measured by this project's fault test) and the issue's targets.
@@ -56,6 +63,8 @@ BROKER_OVERRIDES = {"strom.metrics.topic.enable": "false", "replica.lag.time.max
 """No `__strom_metrics` topic: the cluster holds exactly the bench's partitions. A lag limit of 10 min instead of
 30 s: on this shared machine a broker may create its 10,000 logs a minute after another, and the ISR shrinks and
 expands that would follow (one AlterPartition per partition) are not what this bench measures."""
+if os.environ.get("BENCH_METADATA_SLOW_CALLBACK_MS"):  # each broker logs event-loop callbacks held that long
+    BROKER_OVERRIDES["strom.loop.slow.callback.ms"] = os.environ["BENCH_METADATA_SLOW_CALLBACK_MS"]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 POLL_INTERVAL_S = 0.002
 """Between two rounds of Metadata requests to the brokers (the measurement's resolution; polling flat out
@@ -352,6 +361,20 @@ ROWS = [
 ]
 
 
+@contextlib.contextmanager
+def run_directory(size: int):
+    """Where a size's cluster lives: a temporary directory, or `$BENCH_METADATA_DIR/<size>` kept afterwards (its
+    processes' logs, for a diagnosis; the brokers' log dirs hold 3 x size partition directories)."""
+    keep = os.environ.get("BENCH_METADATA_DIR")
+    if not keep:
+        with tempfile.TemporaryDirectory(prefix="strom-bench-metadata-cluster-") as directory:
+            yield Path(directory)
+        return
+    directory = Path(keep) / str(size)
+    directory.mkdir(parents=True, exist_ok=False)
+    yield directory
+
+
 def measure_in_child(size: int) -> dict[str, float]:
     """`measure(size)` in a process of its own (Django is set up once per process, on that size's database)."""
     done = subprocess.run([sys.executable, "-m", "bench.metadata_cluster", str(size)], cwd=REPO_ROOT,
@@ -363,9 +386,9 @@ def main() -> int:
     sys.path[:0] = [str(REPO_ROOT), str(REPO_ROOT / "platform")]
     if len(sys.argv) > 1:  # one size, in a child
         figures: dict = {}
-        with tempfile.TemporaryDirectory(prefix="strom-bench-metadata-cluster-") as directory:
+        with run_directory(int(sys.argv[1])) as directory:
             try:
-                measure(int(sys.argv[1]), Path(directory), figures)
+                measure(int(sys.argv[1]), directory, figures)
             except Exception as exc:  # noqa: BLE001 - reported in the table; the other sizes still run
                 traceback.print_exc()
                 figures["error"] = f"{type(exc).__name__}: {exc}"[:300]

@@ -124,6 +124,9 @@ class BrokerConfig:
     slow_callback_ms: int = 0
     """`strom.loop.slow.callback.ms`: > 0 logs every event-loop callback that holds the loop this long
     (`brokerd.slow_callbacks`); 0: off."""
+    log_retention_check_interval_ms: int = 300_000
+    """`log.retention.check.interval.ms` (Kafka's default): how often log maintenance checks every log's
+    retention (`storage.LogManager`)."""
     groups: GroupSettings = field(default_factory=GroupSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     properties: Mapping[str, str] = field(default_factory=dict)
@@ -308,6 +311,7 @@ def build_config(properties: Mapping[str, str], environ: Mapping[str, str] | Non
         cluster_secret=secret if url is not None else None,
         rack=properties.get("broker.rack") or None,
         slow_callback_ms=_int(properties, "strom.loop.slow.callback.ms", 0, 0),
+        log_retention_check_interval_ms=_int(properties, "log.retention.check.interval.ms", 300_000, 1),
         groups=group_settings(properties, standalone=url is None),
         metrics=metrics_settings(properties, standalone=url is None),
         properties=dict(properties),

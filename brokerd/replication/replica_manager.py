@@ -3,7 +3,8 @@ and the one entry point for appends (Kafka's `ReplicaManager`).
 
 On every image (and at start) each partition this broker is a replica of gets a `Partition` (its log is
 opened or created; the new logs of an image are created in one batch, a large one off the event loop, see
-`CREATE_OFF_LOOP_MIN_LOGS`) and becomes leader or follower at the image's leader epoch: a new leader stops
+`CREATE_OFF_LOOP_MIN_LOGS`, their replicas then taking their roles a slice per loop step,
+`ROLE_SLICE_REPLICAS`) and becomes leader or follower at the image's leader epoch: a new leader stops
 fetching and wakes its acks=all waiters; a new follower joins the `ReplicaFetcher` of its leader's
 broker (truncating first). Topics that leave the image lose their logs. ISR health is checked every
 `ISR_CHECK_INTERVAL_MS`: ISR followers not caught up for `replica.lag.time.max.ms`, or whose broker the
@@ -64,6 +65,10 @@ CREATE_OFF_LOOP_MIN_LOGS = 8
 """An image bringing at least this many new replicas here has their logs created on a worker thread (their
 `Partition`s appear once the logs are durable); fewer are created in place, one batch (about one fsync's
 time on the loop; what a small topic costs), so a client of a new small topic finds it at once."""
+ROLE_SLICE_REPLICAS = 256
+"""Replicas whose logs were created off the loop take their roles at most this many per event-loop step
+(`_create_off_loop`): measured 6-9 ms a step on a loaded 2-core machine, so 10,000 new replicas (40 steps) never
+hold the loop, and with it the broker's heartbeat, for seconds (one pass over them all held it 1-5 s)."""
 
 AppendOutcome = AppendResult | BrokerError
 """Per entry of `append_records`: where the batch landed, or the error (carrying its Kafka error) that
@@ -325,21 +330,36 @@ class ReplicaManager:
         if self._started:
             self._apply(new, None if self._apply_incomplete else old)
 
-    @staticmethod
-    def _changed_topics(previous: ClusterImage | None, image: ClusterImage) -> list[str] | None:
-        """The topics whose metadata differs from `previous` (the image applied before): a delta shares the
-        untouched ones, so this is O(topics) identity checks. None (every topic) without a previous image or
-        when the brokers or broker configs changed, which any replica's role or fetcher may depend on."""
-        if previous is None or previous.brokers != image.brokers or previous.broker_configs != image.broker_configs:
+    def _changed_topics(self, previous: ClusterImage | None, image: ClusterImage) -> list[str] | None:
+        """The topics whose replicas `image` may give another state than `previous` (the image applied before):
+        those whose metadata differs (a delta shares the untouched ones, so this is O(topics) identity checks),
+        and the topics of the followers here whose leader's endpoint appeared, left or moved (all a replica takes
+        from the broker list: a fence or unfence alone changes no replica). None (every topic) without a previous
+        image or when the broker configs changed."""
+        if previous is None or previous.broker_configs != image.broker_configs:
             return None
-        return [name for name in image.topics.keys() | previous.topics.keys()
-                if image.topics.get(name) is not previous.topics.get(name)]
+        changed = {name for name in image.topics.keys() | previous.topics.keys()
+                   if image.topics.get(name) is not previous.topics.get(name)}
+        if previous.brokers != image.brokers:
+            endpoints = {b.node_id: (b.host, b.port) for b in previous.brokers}
+            moved = {b.node_id for b in image.brokers if endpoints.pop(b.node_id, None) != (b.host, b.port)}
+            moved.update(endpoints)  # gone from the image
+            if moved:
+                changed.update(p.topic for p in self._partitions.values()
+                               if not p.is_leader and p.leader_id in moved)
+        return sorted(changed)
 
     def _apply(self, image: ClusterImage, previous: ClusterImage | None = None) -> None:
         """Every replica in the role `image` gives it; with `previous` (the image applied before), only the
         replicas of the topics that changed are visited: a one-partition change costs O(topics), not
         O(partitions)."""
-        changed = self._changed_topics(previous, image)
+        self._apply_topics(image, self._changed_topics(previous, image), previous)
+
+    def _apply_topics(self, image: ClusterImage, changed: list[str] | None, previous: ClusterImage | None) -> None:
+        """`_apply` over the replicas of the `changed` topics (None: every replica); `previous` says which
+        partitions a changed topic had (those of a topic gone from `image` are dropped). Replicas still in
+        `_creating` are left to `_create_off_loop`."""
+        still_incomplete = self._apply_incomplete and changed is not None  # only a full pass clears it
         self._apply_incomplete = True  # until the end: an application cut short by an error is redone in full
         self._fenced = frozenset(b.node_id for b in image.brokers if b.fenced)
         own, default = image.broker_configs.get(str(self.node_id), {}), image.broker_configs.get("default", {})
@@ -394,12 +414,15 @@ class ReplicaManager:
             self._topic_configs.pop(topic_name, None)
             self._min_isr.pop(topic_name, None)
         self._stop_idle_fetchers()
+        self._log_roles(image, led, followed)
+        self._apply_incomplete = still_incomplete
+        for listener in self._role_listeners:
+            listener()
+
+    def _log_roles(self, image: ClusterImage, led: int, followed: int) -> None:
         if led or followed:
             log.info("metadata version %d: leader of %d more partition(s), following a new leader in %d "
                      "(%d replicas here)", image.metadata_version, led, followed, len(self._partitions))
-        self._apply_incomplete = False
-        for listener in self._role_listeners:
-            listener()
 
     def _open_logs(self, topics: Mapping[str, TopicMetadata]) -> dict[TopicPartition, Log]:
         """The logs of the replicas of `topics` on this broker that have no `Partition` yet: existing ones, and
@@ -432,26 +455,77 @@ class ReplicaManager:
         return logs
 
     async def _create_off_loop(self, missing: list[NewLog]) -> None:
-        """Create `missing` on a worker thread, then apply the current image: the new replicas take their roles.
-        A log whose replica left the image meanwhile (topic deleted or re-created, reassigned away) is deleted."""
+        """Create `missing` on a worker thread, then give the new replicas their roles in the image current at
+        that moment, `ROLE_SLICE_REPLICAS` per loop step (`_apply_created`): the work on the loop is proportional
+        to what was created, never a pass over the whole image.
+
+        Invariants: a replica is served (in `_partitions`) only once its role is set, in the same step. Until its
+        slice, a replica stays in `_creating`, so every image applied meanwhile leaves it alone and its slice
+        reads the newest image: the end state is the one-shot application of the final image (a topic deleted,
+        re-created or reassigned away meanwhile loses the log created for it). `stop()` ends the slicing between
+        two steps; the logs not yet given a role stay on disk for the next start."""
         try:
             created = await asyncio.to_thread(self._log_manager.create_logs, missing)
         except Exception:  # noqa: BLE001 - every dir offline, or a bug: the next image tries again, in full
             log.exception("creating %d logs failed", len(missing))
+            self._creating.difference_update(TopicPartition(new.topic, new.partition) for new in missing)
             self._apply_incomplete = True
             return
+        led = followed = 0
+        try:
+            for start in range(0, len(missing), ROLE_SLICE_REPLICAS):
+                if start:
+                    await asyncio.sleep(0)  # the loop serves (heartbeats, requests, images) between slices
+                if not self._started:
+                    return
+                batch = missing[start:start + ROLE_SLICE_REPLICAS]
+                self._creating.difference_update(TopicPartition(new.topic, new.partition) for new in batch)
+                try:
+                    roles = self._apply_created(batch, created)
+                    led, followed = led + roles[0], followed + roles[1]
+                except Exception:  # noqa: BLE001 - the next image visits every replica again, in full
+                    log.exception("giving %d new replicas their roles failed", len(batch))
+                    self._apply_incomplete = True
         finally:
             self._creating.difference_update(TopicPartition(new.topic, new.partition) for new in missing)
-        if not self._started:
-            return
+            self._log_roles(self._metadata.image, led, followed)  # one line for the batch, not one per slice
+
+    def _apply_created(self, batch: Sequence[NewLog], created: Mapping[TopicPartition, Log]) -> tuple[int, int]:
+        """One slice of `_create_off_loop`: each replica of `batch` in the role the current image gives it. A log
+        whose replica left the image (topic deleted, re-created under a new id, reassigned away) is deleted; a
+        replica the image still places here without a log of its id (re-created topic, a failed dir) goes
+        through `_apply_topics` as a change of its topic would. Returns how many became leaders and followers
+        (the caller logs the sum)."""
         image = self._metadata.image
-        for new in missing:
+        led = followed = 0
+        redo: set[str] = set()
+        for new in batch:
+            key = TopicPartition(new.topic, new.partition)
+            log_ = created.get(key)
             topic, assignment = image.topics.get(new.topic), image.partition(new.topic, new.partition)
-            if (new.topic, new.partition) in created and (
-                    topic is None or assignment is None or topic.uuid != new.topic_id
-                    or self.node_id not in assignment.replicas):
+            here = topic is not None and assignment is not None and self.node_id in assignment.replicas
+            if log_ is not None and not (here and topic.uuid == new.topic_id):  # type: ignore[union-attr]
                 self._log_manager.delete_log(new.topic, new.partition)
-        self._apply(image)
+                log_ = None
+            if not here or key in self._partitions:
+                continue
+            if log_ is None:
+                redo.add(new.topic)
+                continue
+            partition = self._partitions[key] = Partition(new.topic, new.partition, self.node_id, log_, self,
+                                                          self.topic_metrics.topic(new.topic))
+            if assignment.leader_id == self.node_id:  # type: ignore[union-attr]
+                led += self._become_leader(partition, assignment)  # type: ignore[arg-type]
+            else:
+                followed += self._become_follower(partition, assignment,  # type: ignore[arg-type]
+                                                  image.broker(assignment.leader_id))  # type: ignore[union-attr]
+        if redo:
+            self._apply_topics(image, sorted(redo), image)
+            return led, followed  # `_apply_topics` stopped the idle fetchers and told the listeners
+        self._stop_idle_fetchers()
+        for listener in self._role_listeners:
+            listener()
+        return led, followed
 
     def _become_leader(self, partition: Partition, assignment: PartitionAssignment) -> bool:
         """True if this is a new leadership (one line per partition at DEBUG; `_apply` sums them up at INFO:

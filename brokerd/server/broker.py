@@ -54,7 +54,8 @@ class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self._log_manager = LogManager(log_dirs=list(config.log_dirs), cluster_defaults=config.topic_defaults,
-                                       clock=SystemClock())
+                                       clock=SystemClock(),
+                                       retention_check_interval_ms=config.log_retention_check_interval_ms)
         self._listener = KafkaListener(config.connections)
         self.endpoint: BrokerEndpoint | None = None
         self.metadata: MetadataStore | None = None

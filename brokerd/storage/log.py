@@ -21,7 +21,9 @@ Appends only write to the page cache (no fsync unless `flush.messages` asks), so
 call inline. The maintenance thread of `LogManager` (retention, `flush.ms`, flushes after a roll,
 compaction) calls the `maybe_*`/`delete_*`/`flush`/`replace_segment` methods concurrently; every method
 holds `self.lock` only for in-memory work, and fsyncs and compaction copies run outside it. All disk
-I/O runs in the log directory's `io_guard` (an OSError takes the directory offline).
+I/O runs in the log directory's `io_guard` (an OSError takes the directory offline). A log tells its manager
+when it has work for maintenance (`LogContext.maintenance_due`: a roll, a scheduled file deletion, a first
+unflushed message under a finite `flush.ms`), so an idle log is not visited by the flush and deletion passes.
 """
 
 import os
@@ -80,6 +82,9 @@ class LogContext:
     clock: Clock
     handles: FileHandleCache
     log_dir: LogDirectory
+    maintenance_due: Callable[["Log"], None]
+    """Called (under the log's lock) when the log gets work for a maintenance pass: a rolled segment to flush,
+    files to delete later, or unflushed messages under a finite `flush.ms` (see `Log.maintenance_pending`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +283,8 @@ class Log:
         segment.append(view, stored, stored[-1].last_offset + 1)
 
     def _after_append(self, record_count: int) -> None:
+        if not self._unflushed_messages and self.config.flush_ms != LONG_MAX:
+            self._context.maintenance_due(self)  # `flush.ms` counts from now
         self._unflushed_messages += record_count
         if self._unflushed_messages >= self.config.flush_messages:
             self.flush()
@@ -310,6 +317,7 @@ class Log:
             self._segments.append(new)
             self._base_offsets.append(new.base_offset)
             self._pending_roll_flush = new.base_offset
+            self._context.maintenance_due(self)
             return new
 
     # --- read ------------------------------------------------------------------------------------------
@@ -435,6 +443,8 @@ class Log:
             leo = self.log_end_offset
             self.log_start_offset = min(self.log_start_offset, leo)
             self.recovery_point = min(self.recovery_point, leo)
+            if self._pending_roll_flush is not None:  # the rolled segments may be gone: flush what is left of them
+                self._pending_roll_flush = min(self._pending_roll_flush, leo)
             self.leader_epoch_cache.truncate_from_end(leo)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -448,6 +458,7 @@ class Log:
             self._base_offsets = [offset]
             self.log_start_offset = offset
             self.recovery_point = offset
+            self._pending_roll_flush = None  # no segment it named is left
             self.leader_epoch_cache.truncate_from_end(-1)
 
     def delete_old_segments(self, now_ms: int) -> int:
@@ -492,6 +503,8 @@ class Log:
         due = self._context.clock.monotonic_ms() + self.config.file_delete_delay_ms
         for segment in doomed:
             self._pending_file_deletions.append((due, segment.rename_to_deleted()))
+        if doomed:
+            self._context.maintenance_due(self)
 
     def delete_expired_files(self, now_monotonic_ms: int) -> None:
         """Unlink `.deleted` files whose `file.delete.delay.ms` has passed."""
@@ -566,6 +579,15 @@ class Log:
             self.flush()
         elif rolled is not None:
             self.flush(rolled)
+
+    def maintenance_pending(self) -> bool:
+        """Whether a maintenance pass has work here: a rolled segment not yet flushed, files waiting for
+        `file.delete.delay.ms`, or unflushed messages under a finite `flush.ms`. Called under the log's lock by
+        the manager before it stops visiting the log: every event that makes this True calls
+        `LogContext.maintenance_due` under the same lock, so none is missed."""
+        with self.lock:
+            return (self._pending_roll_flush is not None or bool(self._pending_file_deletions)
+                    or (self._unflushed_messages > 0 and self.config.flush_ms != LONG_MAX))
 
     def close(self) -> None:
         """Write indexes (clean shutdown keeps them) and release file handles. No fsync; see flush."""

@@ -9,6 +9,14 @@ its followers catch up; see `checkpoints`), the clean-shutdown
 marker `.kafka_cleanshutdown`, the shared bounded `FileHandleCache`, and maintenance: retention,
 `flush.ms`, flushes after a roll, delayed file deletion and compaction (`LogCleaner`).
 
+Maintenance (`run_maintenance`, a pass every `maintenance_interval_ms`): retention (`Log.delete_old_segments`)
+visits every log once per `retention_check_interval_ms` (Kafka's `log.retention.check.interval.ms`, 5 min by
+default; the first pass always); flushes (after a roll, `flush.ms`) and delayed file deletions visit only the logs
+that asked for them (`LogContext.maintenance_due`), each until `Log.maintenance_pending` says it has nothing
+left; the cleaner looks at the compacted logs; the checkpoints are written every pass (only files whose content
+changed). An idle log thus costs a pass nothing but its checkpoint entries. Durability is unchanged: the
+recovery point still moves only by a flush, and a rolled segment is still flushed by the next pass.
+
 Creating logs (`create_logs`, a batch: what one metadata image brings): a created log is durable before it
 is returned — its directory, first segment and `partition.metadata` survive a crash from then on, so nothing
 is served, fetched or acknowledged for a partition whose log a crash could lose. The fsyncs this takes (the
@@ -37,7 +45,7 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +70,8 @@ HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
 DELETE_DIR_SUFFIX = "-delete"
 CREATE_WORKERS = 32
 """Threads making a batch of new logs durable at once (see "Creating logs")."""
+DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000
+"""`log.retention.check.interval.ms`: Kafka's default, 5 min."""
 
 TopicPartition = tuple[str, int]
 
@@ -89,7 +99,8 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
 class LogManager:
     def __init__(self, log_dirs: Iterable[Path], cluster_defaults: Mapping[str, object] | None = None,
                  clock: Clock | None = None, max_open_files: int = 1024,
-                 maintenance_interval_ms: int = 1000) -> None:
+                 maintenance_interval_ms: int = 1000,
+                 retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS) -> None:
         self.log_dirs = [LogDirectory(Path(path)) for path in log_dirs]
         if not self.log_dirs:
             raise ValueError("at least one log dir is needed")
@@ -97,6 +108,13 @@ class LogManager:
         self.clock = clock or SystemClock()
         self.handles = FileHandleCache(max_open_files)
         self.maintenance_interval_ms = maintenance_interval_ms
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self._next_retention_check_ms: int | None = None
+        """Monotonic ms from which the next pass checks retention (None: the first pass does)."""
+        self._due: set[Log] = set()
+        """The logs with work for maintenance (`LogContext.maintenance_due`), guarded by `_due_lock`; a log
+        leaves it only under its own lock, once `Log.maintenance_pending` is False."""
+        self._due_lock = threading.Lock()
         self.cleaner = LogCleaner(self.clock)
         self._logs: dict[TopicPartition, Log] = {}
         self._stored_topic_ids: dict[TopicPartition, uuid.UUID | None] = {}
@@ -193,7 +211,11 @@ class LogManager:
     # --- logs ------------------------------------------------------------------------------------------
 
     def _context(self, log_dir: LogDirectory) -> LogContext:
-        return LogContext(self.clock, self.handles, log_dir)
+        return LogContext(self.clock, self.handles, log_dir, self._maintenance_due)
+
+    def _maintenance_due(self, log: Log) -> None:
+        with self._due_lock:
+            self._due.add(log)
 
     def _config_for(self, topic: str) -> LogConfig:
         config = self._topic_configs.get(topic)
@@ -323,6 +345,7 @@ class LogManager:
             if log_topic == topic:
                 with log.lock:
                     log.config = config
+                self._maintenance_due(log)  # a finite `flush.ms` now: its unflushed messages count
 
     def delete_log(self, topic: str, partition: int) -> None:
         """Remove the partition's log: its directory is renamed `<name>.<uuid>-delete` and removed.
@@ -332,6 +355,8 @@ class LogManager:
             self._stored_topic_ids.pop((topic, partition), None)
         if log is None:
             return
+        with self._due_lock:
+            self._due.discard(log)
         with log.lock, log.log_dir.io_guard():
             log.close()
             doomed = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
@@ -390,22 +415,49 @@ class LogManager:
     # --- maintenance -----------------------------------------------------------------------------------
 
     def run_maintenance(self, now_ms: int) -> None:
-        """One pass: retention, flushes (`flush.ms`, rolled segments), delayed deletions, compaction,
-        checkpoints. Safe to call from the maintenance thread while the event loop appends and reads."""
+        """One pass (see "Maintenance" above): retention when its interval is up, the flushes and delayed
+        deletions of the logs that asked for them, compaction, checkpoints. Safe to call from the maintenance
+        thread while the event loop appends and reads."""
         with self._maintenance_lock:
             monotonic_ms = self.clock.monotonic_ms()
-            for log in self._snapshot():
-                if not log.log_dir.online or log.closed:
-                    continue
-                try:
-                    log.delete_old_segments(now_ms)
-                    log.maybe_flush(monotonic_ms)
-                    log.delete_expired_files(monotonic_ms)
-                    if log.config.compact:
-                        self.cleaner.maybe_clean(log, now_ms)
-                except KafkaStorageError:
-                    logger.warning("maintenance of %r skipped: its log dir is offline", log)
+            logs = self._snapshot()
+            if self._next_retention_check_ms is None or monotonic_ms >= self._next_retention_check_ms:
+                self._next_retention_check_ms = monotonic_ms + self.retention_check_interval_ms
+                for log in logs:
+                    self._maintain(log, lambda log: log.delete_old_segments(now_ms))
+            with self._due_lock:
+                due = list(self._due)
+            for log in due:
+                if self._maintain(log, lambda log: (log.maybe_flush(monotonic_ms),
+                                                    log.delete_expired_files(monotonic_ms))):
+                    self._retire_if_idle(log)
+                else:
+                    with self._due_lock:
+                        self._due.discard(log)  # closed, or its dir offline: nothing more to do for it
+            for log in logs:
+                if log.config.compact:
+                    self._maintain(log, lambda log: self.cleaner.maybe_clean(log, now_ms))
             self._write_checkpoints()
+
+    @staticmethod
+    def _maintain(log: Log, work: Callable[[Log], object]) -> bool:
+        """`work(log)` unless the log is closed or its dir offline (False then, or if the dir failed now)."""
+        if not log.log_dir.online or log.closed:
+            return False
+        try:
+            work(log)
+        except KafkaStorageError:
+            logger.warning("maintenance of %r skipped: its log dir is offline", log)
+            return False
+        return True
+
+    def _retire_if_idle(self, log: Log) -> None:
+        """Stop visiting `log` if it has no maintenance work left, atomically with the events that give it some
+        (they call `_maintenance_due` under the log's lock, which this holds)."""
+        with log.lock:
+            if not log.maintenance_pending():
+                with self._due_lock:
+                    self._due.discard(log)
 
     def write_checkpoints(self) -> None:
         """Recovery points, log start offsets, high watermarks and cleaner offsets of each online dir,

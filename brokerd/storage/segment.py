@@ -356,7 +356,10 @@ class LogSegment:
         return os.pread(self.file().fileno(), length, position)
 
     def batches(self) -> Iterator[tuple[int, rb.BatchHeader, memoryview]]:
-        """Every batch of the segment, in order."""
+        """Every batch of the segment, in order. An empty segment's file is not opened (a new replica's
+        producer-state scan costs no file handle)."""
+        if self.size == 0:
+            return iter(())
         return scan_batches(self.file(), 0, self.size)
 
     # --- recovery and truncation -----------------------------------------------------------------------

@@ -30,6 +30,11 @@ def test_metrics_keys_and_their_defaults():
     assert (cluster.enable, cluster.port, cluster.topic_replication_factor) == (False, 9404, 3)
 
 
+def test_log_retention_check_interval_and_its_default():
+    assert build_config({}).log_retention_check_interval_ms == 300_000  # Kafka's
+    assert build_config({"log.retention.check.interval.ms": "1000"}).log_retention_check_interval_ms == 1000
+
+
 def test_connection_limits_and_their_defaults():
     defaults = build_config({}).connections
     assert (defaults.request_max_bytes, defaults.max_idle_ms) == (104_857_600, 600_000)
@@ -57,6 +62,7 @@ def test_connection_limits_and_their_defaults():
     ({"strom.metrics.port": "x"}, {}, "strom.metrics.port: 'x' is not an integer"),
     ({"strom.metrics.enable": "yes"}, {}, "strom.metrics.enable: 'yes' is not true or false"),
     ({"strom.metrics.sample.interval.ms": "10"}, {}, "below the minimum 100"),
+    ({"log.retention.check.interval.ms": "0"}, {}, "log.retention.check.interval.ms: 0 is below the minimum 1"),
 ])
 def test_invalid_configs_are_refused_with_the_key_named(properties, environ, message):
     with pytest.raises(ConfigError, match=message):

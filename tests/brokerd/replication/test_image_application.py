@@ -1,7 +1,8 @@
 """How the replica manager applies an image. It creates the logs an image brings: a few in place (the replica
 exists when the image is applied), many on a worker thread (the event loop keeps serving; the replicas appear once
 their logs are durable), and a log whose replica left the image while it was being created is deleted, not left
-behind. A change visits only the replicas of the topics it changed (a delta shares the others)."""
+behind. A change visits only the replicas of the topics it changed (a delta shares the others) and the followers
+of a broker whose endpoint moved (tests/brokerd/replication/test_sliced_role_application.py has the races)."""
 
 import asyncio
 import dataclasses
@@ -88,6 +89,11 @@ def test_a_change_visits_only_the_replicas_of_the_topics_it_changed(tmp_path, mo
         assert replicas.leader_partition("a", 1).leader_epoch == 1
         visited.clear()
         metadata.set_image(dataclasses.replace(metadata.image, brokers=(*BROKERS, BrokerEndpoint(2, "h", 2))))
-        assert len(visited) == 6  # a broker changed: every replica is looked at again
+        assert visited == []  # a broker no replica here follows: nothing to look at
+        metadata.set_image(dataclasses.replace(metadata.image, brokers=(
+            dataclasses.replace(BROKERS[0], fenced=True), BrokerEndpoint(2, "h", 2))))
+        assert visited == []  # a fence changes no replica's role
+        metadata.set_image(dataclasses.replace(metadata.image, broker_configs={"default": {"x": "1"}}))
+        assert len(visited) == 6  # the broker configs changed: every replica is looked at again
 
     run(tmp_path, scenario)

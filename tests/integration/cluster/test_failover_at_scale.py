@@ -38,6 +38,8 @@ ALL_LED_BOUND_S = 60.0
 """SIGKILL → every partition led by a live broker everywhere. Measured here (a loaded 2-core machine): see
 the printed figure; generous so that CI's noise does not fail it — the target is the benchmark's."""
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}
+# `STROM_SCALE_TEST_SLOW_CALLBACK_MS=300`: the brokers log each event-loop callback holding the loop that long
+# (`strom.loop.slow.callback.ms`), to tell a broker's stall from the control plane's when a live broker is fenced.
 BROKER_OVERRIDES = {"replica.lag.time.max.ms": "3600000"}
 """Creating 10,000 partitions' logs keeps each broker busy for many minutes on a loaded 2-core machine (one
 partition after another: 13 min at load ~25); leaders then drop the followers that have not fetched yet for
@@ -49,7 +51,9 @@ on it: the controller removes the killed broker from every ISR when it fences it
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     directory = tmp_path_factory.mktemp("cluster")
-    with control_plane(directory) as plane, broker_cluster(plane, directory, 3, BROKER_OVERRIDES) as running:
+    overrides = {**BROKER_OVERRIDES,
+                 "strom.loop.slow.callback.ms": os.environ.get("STROM_SCALE_TEST_SLOW_CALLBACK_MS", "0")}
+    with control_plane(directory) as plane, broker_cluster(plane, directory, 3, overrides) as running:
         yield running
 
 

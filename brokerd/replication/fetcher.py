@@ -11,7 +11,10 @@ end offset, from which the leader moves the high watermark and answers its acks=
 laid out by hand too (`brokerd.protocol.fetch_request`), as it is on that latency path. The fetches go in a
 fetch session with the leader (KIP-227, `FetchSessionHandler`): after the first, full one, a request names only
 the partitions whose position changed and the answer only those with records or a new high watermark, log
-start offset or error, so an idle follower of thousands of partitions sends and handles almost nothing. Requests
+start offset or error, so an idle follower of thousands of partitions sends and handles almost nothing. The round
+itself follows what changed too: the fetcher keeps what it asks for (`_wanted`) and each round looks only at the
+partitions touched since the last one — appended to, truncated, backing off or back, added or removed
+(`_update`) — and at a few more, checked against their logs in turn (`_check_positions`). Requests
 go over one `brokerd.client.BrokerClient` (framing, correlation ids, timeouts); the Fetch response is laid
 out by `brokerd.protocol.fetch_response`.
 
@@ -62,9 +65,13 @@ partitions would otherwise hold every other request of the broker up while it go
 EARLIEST_TIMESTAMP = -2
 
 
-POSITION_REFRESH_S = 2.0
-"""Every cached fetch position is read from its log again this often: a follower's log start offset may move
+POSITION_CHECK_S = 2.0
+"""Each cached fetch position is checked against its log about this often: a follower's log start offset may move
 by retention, which no event here reports."""
+POSITION_CHECKS_PER_ROUND = 512
+"""At most this many positions are checked in one round, so a round stays short however many partitions the
+fetcher has (checking all 10,000 at once held the loop ~25 ms); with many partitions and idle rounds a position
+is then checked less often than every `POSITION_CHECK_S`."""
 
 
 @dataclass(slots=True)
@@ -75,8 +82,12 @@ class FetchState:
     delayed_until: float = 0.0
     position: FetchPosition | None = None
     """What the next fetch asks for this partition, None until read from the log again: cleared whenever this
-    fetcher appends or truncates (the log end moves), and every `POSITION_REFRESH_S`. Building the position of
-    each of thousands of idle partitions every round was most of an idle follower's time."""
+    fetcher appends or truncates (the log end moves), or when `ReplicaFetcher._check_positions` finds it out of
+    date. Building the position of each of thousands of idle partitions every round was most of an idle follower's
+    time."""
+    fetching: bool = False
+    """The fetch in flight (the last `ReplicaFetcher._update`) names this state's position in `_wanted`; False for
+    a state added since."""
 
 
 class ReplicaFetcher:
@@ -93,8 +104,27 @@ class ReplicaFetcher:
         self._task: asyncio.Task | None = None
         self._client = BrokerClient(source.host, source.port, f"strom-replica-fetcher-{node_id}")
         self._session = FetchSessionHandler()
-        self._positions_fresh_until = 0.0
-        """loop.time() until which the cached `FetchState.position`s may be used."""
+        self._check_queue: list[FetchState] = []
+        """The states whose positions `_check_positions` has still to check in this pass."""
+        self._check_budget = 0.0
+        """Positions `_check_positions` may check: grows with time, at `len(_states)` per `POSITION_CHECK_S`."""
+        self._checked_at = 0.0
+        """loop.time() of the last `_check_positions`."""
+        self._touched: set[TopicPartition] = set()
+        """Partitions whose state changed since `_update` last looked at them: added, removed, appended to,
+        truncated, or backing off. A round looks only at these (and at the ones whose backoff ended), so its work
+        follows what changed, not how many partitions the fetcher has."""
+        self._wanted: dict[TopicPartition, FetchPosition] = {}
+        """What the next fetch asks for: every partition neither truncating nor backing off (nor left out by the
+        replication throttle), with its position. Changed only by `_update`, so during a fetch it is what was sent."""
+        self._unsent: set[TopicPartition] = set()
+        """Partitions whose entry in `_wanted` changed since the last request was built (the session's news)."""
+        self._truncating: set[TopicPartition] = set()
+        """Partitions to ask OffsetForLeaderEpoch about (truncating, not backing off)."""
+        self._delayed: dict[TopicPartition, float] = {}
+        """Partitions backing off, and the loop.time() their backoff ends."""
+        self._throttled: set[TopicPartition] = set()
+        """Partitions the replication throttle applies to this round (empty unless `ReplicationQuota.limited`)."""
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(broker {self.source.node_id} at {self.source.host}:{self.source.port})"
@@ -103,10 +133,13 @@ class ReplicaFetcher:
 
     def add(self, partition: Partition) -> None:
         self._states[partition.key] = FetchState(partition, partition.leader_epoch)
+        self._touched.add(partition.key)
         self._changed.set()
 
     def remove(self, key: TopicPartition) -> None:
-        if self._states.pop(key, None) is not None:
+        state = self._states.pop(key, None)
+        if state is not None:
+            self._touched.add(state.partition.key)
             self._changed.set()
 
     def __contains__(self, key: TopicPartition) -> bool:
@@ -136,6 +169,7 @@ class ReplicaFetcher:
                 await self._changed.wait()
                 continue
             try:
+                self._update(asyncio.get_running_loop().time())
                 if await self._truncate():
                     continue
                 await self._fetch()
@@ -158,21 +192,100 @@ class ReplicaFetcher:
 
     def _delay(self, state: FetchState) -> None:
         state.delayed_until = asyncio.get_running_loop().time() + self.config.replica_fetch_backoff_ms / 1000
+        self._touched.add(state.partition.key)
+
+    def _update(self, now: float) -> None:
+        """Bring `_wanted`, `_truncating` and `_delayed` up to date with the touched partitions, those whose
+        backoff ended, those whose position `_check_positions` finds out of date and — every round while replication
+        is throttled (a throttled position depends on the quota left) — all of them."""
+        touched = self._touched
+        self._check_positions(now)
+        limited = self._quota.limited
+        if limited:
+            touched.update(self._states)
+        elif self._throttled:  # the throttle was lifted: their positions ask for full size again
+            touched.update(self._throttled)
+        self._throttled.clear()
+        for key, until in self._delayed.items():
+            if until <= now:
+                touched.add(key)
+        if not touched:
+            return
+        allowance = self._quota.available() if limited else 0
+        for key in touched:
+            self._truncating.discard(key)
+            self._delayed.pop(key, None)
+            state = self._states.get(key)
+            position = None
+            if state is not None:
+                if state.delayed_until > now:
+                    self._delayed[key] = state.delayed_until
+                elif state.truncating:
+                    self._truncating.add(key)
+                else:
+                    position = self._position(state, limited, allowance)
+                state.fetching = position is not None
+            if position is None:
+                if self._wanted.pop(key, None) is not None:
+                    self._unsent.add(key)
+            elif self._wanted.get(key) != position:
+                self._wanted[key] = position
+                self._unsent.add(key)
+        touched.clear()
+
+    def _check_positions(self, now: float) -> None:
+        """Check a slice of the cached positions against their logs, in turn, about `POSITION_CHECK_S` apart each
+        (at most `POSITION_CHECKS_PER_ROUND` per round): an out-of-date one is read again and its partition touched."""
+        count = len(self._states)
+        self._check_budget = min(self._check_budget + count * (now - self._checked_at) / POSITION_CHECK_S,
+                                 POSITION_CHECKS_PER_ROUND, count)
+        self._checked_at = now
+        queue = self._check_queue
+        while self._check_budget >= 1:
+            if not queue:
+                queue.extend(self._states.values())
+                queue.reverse()
+                if not queue:
+                    return
+            state = queue.pop()
+            self._check_budget -= 1
+            position, partition = state.position, state.partition
+            if position is not None and (position.fetch_offset != partition.log_end_offset
+                                         or position.log_start_offset != partition.log_start_offset):
+                state.position = None
+                self._touched.add(partition.key)
+
+    def _position(self, state: FetchState, limited: bool, allowance: int) -> FetchPosition | None:
+        """What a fetch names for a ready partition; None if the replication throttle leaves it out this round
+        (`allowance`: the bytes a throttled partition may ask for now)."""
+        max_bytes = self.config.replica_fetch_max_bytes
+        position = state.position
+        if position is None:
+            partition = state.partition
+            position = state.position = FetchPosition(partition.index, state.leader_epoch, partition.log_end_offset,
+                                                      partition.log_start_offset, max_bytes)
+        key = state.partition.key
+        if limited and self._quota.is_throttled(key, self.node_id in state.partition.isr):
+            self._throttled.add(key)
+            if allowance <= 0:
+                return None
+            position = position._replace(partition_max_bytes=min(max_bytes, allowance))
+        return position
 
     # --- truncation ------------------------------------------------------------------------------------
 
     async def _truncate(self) -> bool:
         """One OffsetForLeaderEpoch round for the partitions still truncating. True if it sent one."""
-        now = asyncio.get_running_loop().time()
-        pending = {key: s for key, s in self._states.items() if s.truncating and s.delayed_until <= now}
-        if not pending:
+        if not self._truncating:
             return False
         asked: dict[TopicPartition, tuple[FetchState, LeaderEpoch]] = {}
         by_topic: dict[str, list[OffsetForLeaderPartition]] = {}
-        for key, state in pending.items():
+        for key in self._truncating:
+            state = self._states[key]
             epoch = state.partition.latest_epoch
             if epoch == UNDEFINED:
                 state.truncating = False  # nothing of ours carries an epoch: fetch from our LEO
+                self._touched.add(key)
                 continue
             asked[key] = (state, epoch)
             by_topic.setdefault(key.topic, []).append(OffsetForLeaderPartition(
@@ -199,6 +312,7 @@ class ReplicaFetcher:
     def _apply_epoch_end(self, state: FetchState, asked_epoch: int, leader_epoch: int, end_offset: int) -> None:
         partition = state.partition
         state.position = None
+        self._touched.add(partition.key)
         if end_offset == UNDEFINED or leader_epoch == UNDEFINED:
             target, done = partition.high_watermark, True  # Kafka falls back to the high watermark
         elif leader_epoch == asked_epoch:
@@ -216,37 +330,17 @@ class ReplicaFetcher:
     # --- fetch -----------------------------------------------------------------------------------------
 
     async def _fetch(self) -> None:
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        ready = {key: s for key, s in self._states.items() if not s.truncating and s.delayed_until <= now}
-        throttled = {key for key, s in ready.items() if self._quota.is_throttled(key, self.node_id in s.partition.isr)
-                     } if self._quota.limited else set()
-        allowance = self._quota.available() if throttled else 0
-        if throttled and allowance <= 0:
-            ready = {key: s for key, s in ready.items() if key not in throttled}
-        if not ready:
-            waits = [s.delayed_until - now for s in self._states.values() if s.delayed_until > now]
-            if throttled:
+        """One fetch round: the request names what `_update` found changed (in the session) and the answer's
+        partitions are appended."""
+        if not self._wanted:
+            now = asyncio.get_running_loop().time()
+            waits = [until - now for until in self._delayed.values()]
+            if self._throttled:
                 waits.append(self._quota.delay_s())
-            await self._wait_changed(min(waits) if waits else None)
+            await self._wait_changed(max(min(waits), 0.0) if waits else None)
             return
-        if now >= self._positions_fresh_until:
-            for state in self._states.values():
-                state.position = None
-            self._positions_fresh_until = now + POSITION_REFRESH_S
-        wanted: dict[TopicPartition, FetchPosition] = {}
-        max_bytes = self.config.replica_fetch_max_bytes
-        for key, state in ready.items():
-            position = state.position
-            if position is None:
-                partition = state.partition
-                position = state.position = FetchPosition(key.partition, state.leader_epoch,
-                                                          partition.log_end_offset, partition.log_start_offset,
-                                                          max_bytes)
-            if key in throttled:
-                position = position._replace(partition_max_bytes=min(max_bytes, allowance))
-            wanted[key] = position
-        plan = self._session.build(wanted)
+        plan = self._session.build(self._wanted, self._unsent)
+        self._unsent.clear()
         wait_ms = self.config.replica_fetch_wait_max_ms
         request = encode_replica_fetch_request(self.node_id, wait_ms, 1, self.config.replica_fetch_response_max_bytes,
                                                plan.topics.items(), plan.session, plan.forgotten.items())
@@ -261,19 +355,20 @@ class ReplicaFetcher:
             if position % PARTITIONS_PER_SLICE == 0:
                 await asyncio.sleep(0)  # every state is checked again below: a change meanwhile is seen
             key = (fetched.topic, fetched.partition)
-            state = ready.get(key)
-            if state is None or self._states.get(key) is not state:
+            state = self._states.get(key)
+            if state is None or not state.fetching:
                 continue  # moved to another leader or epoch while the fetch was in flight
-            offset = wanted[key].fetch_offset  # type: ignore[index]
+            offset = self._wanted[key].fetch_offset  # type: ignore[index]
             partition = state.partition
             code = ErrorCode(fetched.error_code)
             if code == ErrorCode.none:
                 if partition.is_leader or partition.log_end_offset != offset:
                     continue
                 records = fetched.records[: whole_batches_length(fetched.records)]
-                if key in throttled:
+                if key in self._throttled:
                     self._quota.record(len(records))
                 state.position = None
+                self._touched.add(partition.key)
                 try:
                     partition.append_as_follower(records, fetched.high_watermark, fetched.log_start_offset)
                 except BrokerError as exc:
@@ -303,6 +398,7 @@ class ReplicaFetcher:
         if self._states.get(partition.key) is not state:
             return
         state.position = None
+        self._touched.add(partition.key)
         if result.error_code == ErrorCode.none and int(result.offset) > partition.log_end_offset:
             log.info("%s-%d: leader log starts at %d, after our end %d; restarting there", partition.topic,
                      partition.index, int(result.offset), partition.log_end_offset)

@@ -33,7 +33,10 @@ class Broker(models.Model):
     epoch are from a zombie and are refused. `last_heartbeat` is when the broker last proved it is alive;
     `connection_lost_at` is when the web process saw this registration's session connection closed by the
     broker's side (the kernel closes a dead process's sockets): evidence of death the controller acts on
-    unless a heartbeat follows (see `controller.Controller.fence_expired_brokers`).
+    unless a heartbeat follows (see `controller.Controller.fence_expired_brokers`). `last_heartbeat` is stamped
+    when the heartbeat committed (it may have waited for SQLite's write lock); `heartbeat_arrived_at` is when
+    that heartbeat reached the web process, on the same clock as `connection_lost_at`: a heartbeat sent
+    before the broker died can commit after its hang-up was seen, and must not count as following it.
     """
 
     broker_id = models.IntegerField(unique=True, validators=[MinValueValidator(0)],
@@ -44,6 +47,7 @@ class Broker(models.Model):
     state = models.CharField(max_length=16, choices=BrokerState.choices, default=BrokerState.STARTING)
     last_heartbeat = models.DateTimeField(null=True, blank=True)
     connection_lost_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_arrived_at = models.DateTimeField(null=True, blank=True)
     registration_epoch = models.BigIntegerField(default=0, validators=[MinValueValidator(0)])
     log_dirs = models.JSONField(default=list, blank=True)
     registered_at = models.DateTimeField(auto_now_add=True)

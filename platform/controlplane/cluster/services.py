@@ -72,7 +72,8 @@ def register_broker(broker_id: int, listeners: str, rack: str | None, log_dirs: 
         epoch = (existing.registration_epoch if existing else 0) + 1
         Broker.objects.update_or_create(broker_id=broker_id, defaults={
             "listeners": listeners, "rack": rack or "", "log_dirs": log_dirs, "state": BrokerState.RUNNING,
-            "registration_epoch": epoch, "last_heartbeat": now, "connection_lost_at": None,
+            "registration_epoch": epoch, "last_heartbeat": now, "heartbeat_arrived_at": now,
+            "connection_lost_at": None,
         })
         election.elect_offline_partitions(election.live_broker_ids())
         version = metadata.bump(state)
@@ -85,15 +86,17 @@ def heartbeat(broker_id: int, registration_epoch: int, shutting_down: bool = Fal
               now: datetime | None = None) -> dict:
     """Record that the broker is alive. A fenced broker learns it must register again (state `fenced`).
     The write waits only briefly for SQLite's write lock (`metadata.liveness_write`: WriteLockBusy, 503, and
-    the broker's next heartbeat tries again) and is stamped with the time it got it, not the arrival time.
+    the broker's next heartbeat tries again) and is stamped with the time it got it, not the arrival time;
+    the arrival time is kept too (`Broker.heartbeat_arrived_at`), to order the heartbeat against a hang-up.
 
     `shutting_down` is Kafka's controlled shutdown: the broker's leaderships move to other in-sync
     replicas and it leaves the ISRs at once, before it stops; it is fenced when its heartbeats stop.
     """
     live = Broker.objects.filter(broker_id=broker_id, registration_epoch=registration_epoch,
                                  state__in=(BrokerState.RUNNING, BrokerState.SHUTTING_DOWN))
+    arrived_at = now or timezone.now()
     with metadata.liveness_write() as clock:  # stamped once the write lock is held (when it commits)
-        updated = live.update(last_heartbeat=now or clock())
+        updated = live.update(last_heartbeat=now or clock(), heartbeat_arrived_at=arrived_at)
     if updated == 0:
         broker = Broker.objects.filter(broker_id=broker_id).first()
         if broker is None or broker.registration_epoch != registration_epoch:

@@ -200,7 +200,9 @@ class Controller:
         watching_since = self.watch_heartbeats()
         if watching_since is None:
             return []
-        no_heartbeat_since_loss = Q(last_heartbeat__isnull=True) | Q(last_heartbeat__lt=F("connection_lost_at"))
+        # Arrival, not commit: a heartbeat sent before the death may commit after the hang-up was recorded.
+        no_heartbeat_since_loss = (Q(heartbeat_arrived_at__isnull=True)
+                                   | Q(heartbeat_arrived_at__lt=F("connection_lost_at")))
         heard_until = min(now, self._newest_heartbeat)  # not None: watching_since is set
         dead = Q(connection_lost_at__lte=heard_until - self.heartbeat_interval) & no_heartbeat_since_loss
         cutoff = now - self.session_timeout
@@ -217,17 +219,18 @@ class Controller:
                 if Broker.objects.filter(dead, pk=broker.pk, state=broker.state,
                                          registration_epoch=broker.registration_epoch).update(state=BrokerState.FENCED):
                     election.on_broker_gone(broker.broker_id, election.live_broker_ids())
-                    fenced.append((broker.broker_id, broker.connection_lost_at, broker.last_heartbeat))
+                    fenced.append((broker.broker_id, broker.connection_lost_at, broker.heartbeat_arrived_at,
+                                   broker.last_heartbeat))
             if fenced:
                 metadata.bump(state)
-        for broker_id, lost_at, last_heartbeat in fenced:
-            if lost_at is not None and (last_heartbeat is None or last_heartbeat < lost_at):
+        for broker_id, lost_at, arrived_at, last_heartbeat in fenced:
+            if lost_at is not None and (arrived_at is None or arrived_at < lost_at):
                 log.warning("fenced broker %s: its connection closed %s ago and no heartbeat followed", broker_id,
                             now - lost_at)
             else:
                 log.warning("fenced broker %s: no heartbeat for %s", broker_id, now - last_heartbeat
                             if last_heartbeat else self.session_timeout)
-        return [broker_id for broker_id, _, _ in fenced]
+        return [broker_id for broker_id, *_ in fenced]
 
     def elect_offline_partitions(self) -> bool:
         """Elect leaders for leaderless partitions, once per metadata version (nothing else can help them)."""

@@ -1,6 +1,9 @@
 """A fake leader broker for `ReplicaFetcher` tests: a TCP server on 127.0.0.1 answering the three requests a
 fetcher sends (OffsetForLeaderEpoch v3, Fetch v11, ListOffsets v2) from real leader `Partition`s, with
-errors injected per partition. It records every request (time, api key, partitions asked) for the tests."""
+errors injected per partition. It records every request (time, api key, partitions asked) for the tests. With
+`sessions`, Fetch requests go in a fetch session (KIP-227), kept as simply as a test needs: one session; an
+incremental request updates the positions held and drops the forgotten partitions; an answer names the partitions
+with records, an error or a high watermark not sent yet."""
 
 import asyncio
 import datetime
@@ -40,6 +43,9 @@ class Received:
     api_key: int
     partitions: list[tuple[str, int, int]]
     """(topic, partition, fetch offset or asked epoch) per partition."""
+    forgotten: list[tuple[str, int]] = field(default_factory=list)
+    log_start_offsets: list[int] = field(default_factory=list)
+    """Fetch: the follower's log start offset per partition asked."""
 
 
 @dataclass
@@ -52,6 +58,10 @@ class FakeLeader:
     accepts: list[float] = field(default_factory=list)
     close_on_accept: bool = False
     """Accept and hang up at once (a broker that is restarting)."""
+    sessions: bool = False
+    _held: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    """The session's partitions: (fetch offset, max bytes) each."""
+    _sent_hw: dict[tuple[str, int], int] = field(default_factory=dict)
     port: int = 0
     _server: asyncio.Server | None = None
     _connections: dict[asyncio.StreamWriter, asyncio.Task] = field(default_factory=dict)
@@ -111,7 +121,9 @@ class FakeLeader:
             return codec.encode_response(header.correlation_id, self._epoch_ends(request))
         if api_key == ApiKey.FETCH:
             asked = [(t.topic, int(p.partition), int(p.fetch_offset)) for t in request.topics for p in t.partitions]
-            self.received.append(Received(now, api_key, asked))
+            forgotten = [(t.topic, int(p)) for t in request.forgotten_topics_data for p in t.partitions]
+            log_starts = [int(p.log_start_offset) for t in request.topics for p in t.partitions]
+            self.received.append(Received(now, api_key, asked, forgotten, log_starts))
             response = self._fetch(request)
             if not any(p.records for t in response.responses for p in t.partitions):
                 await asyncio.sleep(0.01)  # a little of the long poll, so an idle fetcher does not spin
@@ -143,23 +155,40 @@ class FakeLeader:
         return OffsetForLeaderEpochResponse(throttle_time=NO_WAIT, topics=tuple(topics))
 
     def _fetch(self, request) -> FetchResponse:
-        topics = []
-        for topic in request.topics:
-            results = []
-            for asked in topic.partitions:
-                key = (topic.topic, int(asked.partition))
-                partition = self.partitions[key]
-                error, records = self._error(key), b""
-                offset = int(asked.fetch_offset)
-                if error == ErrorCode.none and not partition.log_start_offset <= offset <= partition.log_end_offset:
-                    error = ErrorCode.offset_out_of_range
-                if error == ErrorCode.none:
-                    partition.update_follower_fetch(int(request.replica_id), offset, int(time.monotonic() * 1000))
-                    region = partition.read(offset, int(asked.partition_max_bytes), up_to_log_end=True)
-                    records = read_bytes(region) if region is not None else b""
-                results.append(PartitionData(
-                    partition_index=asked.partition, error_code=error, high_watermark=i64(partition.high_watermark),
-                    last_stable_offset=i64(partition.high_watermark), log_start_offset=i64(partition.log_start_offset),
-                    aborted_transactions=None, records=records))
-            topics.append(FetchableTopicResponse(topic=TopicName(topic.topic), partitions=tuple(results)))
-        return FetchResponse(throttle_time=NO_WAIT, error_code=ErrorCode.none, responses=tuple(topics))
+        asked = {(t.topic, int(p.partition)): (int(p.fetch_offset), int(p.partition_max_bytes))
+                 for t in request.topics for p in t.partitions}
+        if not self.sessions:
+            return self._fetch_from(request, asked, asked.keys(), 0)
+        if int(request.session_epoch) == 0:
+            self._held, self._sent_hw = {}, {}
+        for topic in request.forgotten_topics_data:
+            for index in topic.partitions:
+                self._held.pop((topic.topic, int(index)), None)
+        self._held.update(asked)
+        return self._fetch_from(request, self._held, asked.keys(), 1)
+
+    def _fetch_from(self, request, positions: dict[tuple[str, int], tuple[int, int]], named, session_id: int
+                    ) -> FetchResponse:
+        """The answer for `positions`: all of them outside a session (`session_id` 0); in one, those `named` by
+        the request and those with records, an error or a high watermark not sent yet."""
+        by_topic: dict[str, list[PartitionData]] = {}
+        for key, (offset, max_bytes) in positions.items():
+            partition = self.partitions[key]
+            error, records = self._error(key), b""
+            if error == ErrorCode.none and not partition.log_start_offset <= offset <= partition.log_end_offset:
+                error = ErrorCode.offset_out_of_range
+            if error == ErrorCode.none:
+                partition.update_follower_fetch(int(request.replica_id), offset, int(time.monotonic() * 1000))
+                region = partition.read(offset, max_bytes, up_to_log_end=True)
+                records = read_bytes(region) if region is not None else b""
+            if session_id and key not in named and not records and error == ErrorCode.none \
+                    and self._sent_hw.get(key) == partition.high_watermark:
+                continue
+            self._sent_hw[key] = partition.high_watermark
+            by_topic.setdefault(key[0], []).append(PartitionData(
+                partition_index=i32(key[1]), error_code=error, high_watermark=i64(partition.high_watermark),
+                last_stable_offset=i64(partition.high_watermark), log_start_offset=i64(partition.log_start_offset),
+                aborted_transactions=None, records=records))
+        return FetchResponse(throttle_time=NO_WAIT, error_code=ErrorCode.none, session_id=i32(session_id),
+                             responses=tuple(FetchableTopicResponse(topic=TopicName(topic), partitions=tuple(parts))
+                                             for topic, parts in by_topic.items()))

@@ -22,18 +22,22 @@ def wanted(**offsets: int) -> dict[TopicPartition, FetchPosition]:
     return {TopicPartition("t", int(name[1:])): position(int(name[1:]), offset) for name, offset in offsets.items()}
 
 
+ALL = {TopicPartition("t", index) for index in range(10)}
+"""Every partition these tests name: passed as `changed` where a test is not about it."""
+
+
 def named(request) -> dict[str, list[int]]:
     return {topic: [p.partition for p in positions] for topic, positions in request.topics.items()}
 
 
 def opened(handler: FetchSessionHandler, session_id: int = 77, **offsets: int) -> None:
-    handler.build(wanted(**offsets))
+    handler.build(wanted(**offsets), ALL)
     assert handler.handle_response(ErrorCode.none, session_id)
 
 
 def test_the_first_request_is_full_and_opens_a_session():
     handler = FetchSessionHandler()
-    request = handler.build(wanted(p0=10, p1=5))
+    request = handler.build(wanted(p0=10, p1=5), ALL)
     assert (request.session, named(request), request.forgotten) == ((0, 0), {"t": [0, 1]}, {})
 
     assert handler.handle_response(ErrorCode.none, 77)
@@ -55,7 +59,7 @@ def test_an_incremental_request_names_only_what_changed(now, names, forgets):
     handler = FetchSessionHandler()
     opened(handler, p0=10, p1=5, p2=0)
 
-    request = handler.build(wanted(**now))
+    request = handler.build(wanted(**now), ALL)
 
     assert request.session == (77, 1)
     assert sorted(named(request).get("t", [])) == names
@@ -67,18 +71,18 @@ def test_a_changed_leader_epoch_or_max_bytes_is_named_again():
     opened(handler, p0=10)
     key = TopicPartition("t", 0)
 
-    assert named(handler.build({key: FetchPosition(0, 4, 10, 0, 1_048_576)})) == {"t": [0]}
+    assert named(handler.build({key: FetchPosition(0, 4, 10, 0, 1_048_576)}, ALL)) == {"t": [0]}
     handler.handle_response(ErrorCode.none, 77)
-    assert named(handler.build({key: FetchPosition(0, 4, 10, 0, 512)})) == {"t": [0]}
+    assert named(handler.build({key: FetchPosition(0, 4, 10, 0, 512)}, ALL)) == {"t": [0]}
 
 
 def test_each_answer_steps_the_epoch_and_commits_what_the_leader_holds():
     handler = FetchSessionHandler()
     opened(handler, p0=10)
-    handler.build(wanted(p0=11))
+    handler.build(wanted(p0=11), ALL)
     assert handler.handle_response(ErrorCode.none, 77)
 
-    request = handler.build(wanted(p0=11))
+    request = handler.build(wanted(p0=11), ALL)
     assert (request.session, named(request)) == ((77, 2), {})
 
 
@@ -86,33 +90,45 @@ def test_each_answer_steps_the_epoch_and_commits_what_the_leader_holds():
 def test_a_session_error_makes_the_next_request_a_full_one_in_a_new_session(error):
     handler = FetchSessionHandler()
     opened(handler, p0=10, p1=5)
-    handler.build(wanted(p0=10, p1=5))
+    handler.build(wanted(p0=10, p1=5), ALL)
 
     assert not handler.handle_response(error, 0)
 
-    request = handler.build(wanted(p0=10, p1=5))
+    request = handler.build(wanted(p0=10, p1=5), ALL)
     assert (request.session, named(request)) == ((0, 0), {"t": [0, 1]})
 
 
 def test_after_a_transport_failure_the_next_request_closes_the_old_session_and_opens_a_new_one():
     handler = FetchSessionHandler()
     opened(handler, p0=10, p1=5)
-    handler.build(wanted(p0=11, p1=5))
+    handler.build(wanted(p0=11, p1=5), ALL)
 
     handler.reset()  # the answer was lost: the leader may or may not hold p0=11
 
-    request = handler.build(wanted(p0=11, p1=5))
+    request = handler.build(wanted(p0=11, p1=5), ALL)
     assert (request.session, named(request)) == ((77, 0), {"t": [0, 1]})
     assert handler.handle_response(ErrorCode.none, 78)
-    assert handler.build(wanted(p0=11, p1=5)).session == (78, 1)
+    assert handler.build(wanted(p0=11, p1=5), ALL).session == (78, 1)
 
 
 def test_a_leader_that_declines_a_session_gets_full_requests():
     handler = FetchSessionHandler()
     opened(handler, session_id=0, p0=10)
 
-    request = handler.build(wanted(p0=10))
+    request = handler.build(wanted(p0=10), ALL)
     assert (request.session, named(request)) == ((0, 0), {"t": [0]})
+
+
+def test_an_incremental_request_looks_only_at_the_changed_partitions():
+    handler = FetchSessionHandler()
+    opened(handler, p0=10, p1=5, p2=0)
+    p0, p1, p2 = (TopicPartition("t", index) for index in range(3))
+
+    request = handler.build(wanted(p0=12, p1=6), [p1, p2])  # p0's move is not reported: the caller's contract
+
+    assert (named(request), request.forgotten) == ({"t": [1]}, {"t": [2]})
+    assert handler.handle_response(ErrorCode.none, 77)
+    assert named(handler.build(wanted(p0=12, p1=6), [p0, p1])) == {"t": [0]}  # p1 is held at 6 now
 
 
 def test_epochs_wrap_to_one():

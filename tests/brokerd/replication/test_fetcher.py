@@ -10,6 +10,7 @@ from collections.abc import Callable
 from kio.schema.errors import ErrorCode
 
 from brokerd.protocol.api_keys import ApiKey
+from brokerd.replication import fetcher as fetcher_module
 from brokerd.replication.config import ReplicationConfig
 from brokerd.replication.fetcher import ReplicaFetcher
 from brokerd.replication.partition import Partition
@@ -229,6 +230,81 @@ def test_follower_behind_the_leaders_log_start_restarts_there(make_partition):
             assert follower.log_start_offset == 3
             assert [r.partitions for r in leader.requests(ApiKey.LIST_OFFSETS)] == [[("t", 0, -2)]]  # earliest
             assert stored(follower) == stored(leader_partition)
+        finally:
+            await fetcher.stop()
+            await leader.stop()
+
+    asyncio.run(scenario())
+
+
+def test_in_a_session_a_round_names_only_the_partitions_that_changed(make_partition):
+    """The fetcher's bookkeeping of what changed (`ReplicaFetcher._update`), in a fetch session over three
+    partitions: once caught up, a round names none; an append on one leader partition is fetched and then named at
+    its new offset, alone; a partition backing off after an error is forgotten, then named again when its backoff
+    ends; a removed one is forgotten."""
+    async def scenario():
+        leaders, followers = {}, {}
+        for index in range(3):
+            leaders[("t", index)] = leader_partition = make_partition(1, index=index)
+            leader_partition.make_leader(assignment(1, 0, replicas=(1, 2), isr=(1, 2)), now_ms=0)
+            leader_partition.append_as_leader(build_batch(2))
+            followers[("t", index)] = follower = make_partition(2, index=index)
+            follower.make_follower(assignment(1, 0, replicas=(1, 2)))
+        leader = await FakeLeader(1, leaders, sessions=True).start()
+        fetcher = ReplicaFetcher(leader.endpoint, 2, CONFIG)
+        for follower in followers.values():
+            fetcher.add(follower)
+        fetcher.start()
+
+        def since(start: int) -> list:
+            return leader.requests(ApiKey.FETCH)[start:]
+
+        async def named_alone(what: list, start: int) -> None:
+            await eventually(lambda: any(r.partitions for r in since(start)), message=f"{what} named")
+            assert [r.partitions for r in since(start) if r.partitions][0] == what
+
+        try:
+            await eventually(lambda: all(f.log_end_offset == 2 for f in followers.values()), message="caught up")
+            start = len(leader.requests(ApiKey.FETCH))
+            await eventually(lambda: len(since(start)) >= 3, message="idle rounds")
+            assert not any(r.partitions or r.forgotten for r in since(start)[1:])
+
+            start = len(leader.requests(ApiKey.FETCH))
+            leaders[("t", 1)].append_as_leader(build_batch(3))
+            await eventually(lambda: followers[("t", 1)].log_end_offset == 5, message="the append fetched")
+            await named_alone([("t", 1, 5)], start)
+
+            start = len(leader.requests(ApiKey.FETCH))
+            leader.errors[("t", 2)] = [ErrorCode.not_leader_or_follower]
+            await eventually(lambda: any(r.forgotten == [("t", 2)] for r in since(start)), message="t-2 forgotten")
+            await named_alone([("t", 2, 2)], start)  # its backoff ended: named again
+
+            start = len(leader.requests(ApiKey.FETCH))
+            fetcher.remove(("t", 0))
+            await eventually(lambda: any(r.forgotten == [("t", 0)] for r in since(start)), message="t-0 forgotten")
+            assert not any(r.partitions for r in since(start))
+        finally:
+            await fetcher.stop()
+            await leader.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_log_start_moved_by_retention_on_the_follower_is_sent_again(make_partition, monkeypatch):
+    """No event reports a follower's log start moved by its own retention: the fetcher's check of its cached
+    positions (`_check_positions`) finds it, and the session names the partition again with it."""
+    monkeypatch.setattr(fetcher_module, "POSITION_CHECK_S", 0.2)
+
+    async def scenario():
+        leader_partition = leading(make_partition, 1, 0, 5)
+        follower = following(make_partition, 2, 1, 0)
+        leader = await FakeLeader(1, {KEY: leader_partition}, sessions=True).start()
+        fetcher = await fetching(leader, follower)
+        try:
+            await eventually(lambda: follower.high_watermark == 5, message="caught up")
+            follower.log.delete_records_before(3)  # what retention does on the follower
+            await eventually(lambda: any(r.log_start_offsets == [3] for r in leader.requests(ApiKey.FETCH)),
+                             timeout_s=2, message="the new log start sent")
         finally:
             await fetcher.stop()
             await leader.stop()

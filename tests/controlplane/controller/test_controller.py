@@ -336,6 +336,29 @@ def test_a_closed_session_fences_only_after_a_heartbeat_interval_the_path_carrie
     assert Broker.objects.filter(broker_id__in=(2, 3), state=BrokerState.RUNNING).count() == 2
 
 
+@pytest.mark.parametrize(("arrived_ms", "committed_ms", "fenced"), [
+    (-100, 300, True),   # sent before the death, waited for SQLite's write lock, committed after the hang-up
+    (100, 300, False),   # sent after the hang-up was seen: the broker lives (its session request timed out)
+    (-100, -50, True),   # the plain case: the last heartbeat came and went before the hang-up
+], ids=["arrived_before_committed_after", "arrived_after", "arrived_and_committed_before"])
+def test_a_heartbeat_follows_a_hang_up_only_if_it_arrived_after_it(brokers, clock, arrived_ms, committed_ms, fenced):
+    """`last_heartbeat` is the commit time (`services.heartbeat` stamps it once it holds the write lock, shown in
+    tests/controlplane/cluster/test_liveness_writes.py); whether a heartbeat followed the loss is decided by
+    its arrival (`heartbeat_arrived_at`), on the web process's clock like the hang-up itself."""
+    controller = make_controller(clock)
+    controller.tick()
+    run(controller, clock, brokers, SESSION_MS)
+    lost_at = clock() + timedelta(milliseconds=200)
+    clock.now = lost_at + timedelta(milliseconds=arrived_ms)
+    services.heartbeat(1, brokers[1], now=clock())
+    Broker.objects.filter(broker_id=1).update(last_heartbeat=lost_at + timedelta(milliseconds=committed_ms))
+    services.connection_lost(1, brokers[1], now=lost_at)
+    clock.now = max(clock.now, lost_at)
+    run(controller, clock, brokers, HEARTBEAT_MS + 2 * TICK_MS, but=(1,))
+    assert (Broker.objects.get(broker_id=1).state == BrokerState.FENCED) is fenced
+    assert Broker.objects.filter(broker_id__in=(2, 3), state=BrokerState.RUNNING).count() == 2
+
+
 def commit_ms(commits: list[tuple[int, int]], broker_id: int, stamp_ms: int) -> int:
     """When a heartbeat commits: in row order (a heartbeat listed after later-stamped ones waited for the lock)."""
     index = commits.index((broker_id, stamp_ms))

@@ -11,6 +11,7 @@ by the response schema.
 import contextlib
 import datetime
 import uuid
+from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId, TopicName
@@ -26,9 +27,10 @@ from kafkaspec.topic_names import is_internal
 _NO_THROTTLE = datetime.timedelta(0)
 
 
-def _topic_response(context: RequestContext, image: ClusterImage, topic: TopicMetadata, operations: i32) -> object:
+def _topic_response(context: RequestContext, live: frozenset[int], topic: TopicMetadata, operations: i32) -> object:
+    """The Metadata entry of `topic`, built from scratch (the oracle of `_TopicEntries`): `live` are the ids of
+    the brokers clients are told about; a replica elsewhere is offline."""
     schema = context.response
-    live = {b.node_id for b in image.live_brokers}
     return schema.MetadataResponseTopic(
         error_code=ErrorCode.none, name=TopicName(topic.name), topic_id=topic.uuid, is_internal=is_internal(topic.name),
         topic_authorized_operations=operations,
@@ -44,24 +46,79 @@ def _topic_response(context: RequestContext, image: ClusterImage, topic: TopicMe
     )
 
 
+@dataclass(slots=True)
+class _TopicForms:
+    """One topic's built entries, by (response schema, operations), and what they were built from."""
+
+    topic: TopicMetadata
+    replicas: frozenset[int]
+    """Every broker holding one of its replicas."""
+    offline: frozenset[int]
+    """`replicas` not live when the entries were built: their offline_replicas."""
+    by_form: dict[tuple[object, int], object] = field(default_factory=dict)
+
+    def serves(self, topic: TopicMetadata) -> bool:
+        """Whether the entries answer for `topic`: the one they were built from, or the same id and equal
+        partitions (configs are not in an entry). Keeps `topic` so that later requests take the identity check."""
+        held = self.topic
+        if held is topic:
+            return True
+        if held.topic_id != topic.topic_id or held.partitions != topic.partitions:
+            return False
+        self.topic = topic
+        return True
+
+
 class _TopicEntries:
-    """The topic entries of Metadata responses, built once per image rather than per request: a client's
-    all-topics Metadata at 100,000 partitions would otherwise build 100,000 partition entries each time.
-    Keyed by (topic, response version, operations) and kept only for the image they were built from (held
-    here, so its identity cannot be reused): every metadata change starts afresh."""
+    """The topic entries of Metadata responses, built once per topic state rather than per request: a client's
+    all-topics Metadata at 100,000 partitions would otherwise build 100,000 partition entries each time, and
+    rebuilding all of them after every metadata change would hold the loop for seconds.
+
+    An entry depends on the topic (`TopicMetadata`), the response version (`context.response`), the authorized
+    operations and, through offline_replicas, which of the topic's replicas are on live brokers. So, per topic
+    name, the entries are kept across images while:
+
+    * the image's topic is the one they were built from (a delta keeps unchanged topics' objects) or has the
+      same id and equal partitions (a snapshot or a standalone change rebuilds every object; comparing is
+      O(partitions) but far cheaper than building);
+    * the topic's offline replicas are unchanged (checked when the live brokers change).
+
+    Cost per image change: O(cached topics) dictionary checks (topics deleted or re-created are dropped then, so
+    memory is bounded by the current image's topics times the forms asked), plus a build of each changed topic
+    on first use. `_topic_response` is the oracle: every entry served equals what it builds from the current
+    image."""
 
     def __init__(self) -> None:
         self._image: ClusterImage | None = None
-        self._entries: dict[tuple, object] = {}
+        self._live: frozenset[int] = frozenset()
+        self._topics: dict[str, _TopicForms] = {}
 
     def get(self, context: RequestContext, image: ClusterImage, topic: TopicMetadata, operations: i32) -> object:
         if image is not self._image:
-            self._image, self._entries = image, {}
-        key = (topic.name, context.response, operations)
-        entry = self._entries.get(key)
+            self._follow(image)
+        forms = self._topics.get(topic.name)
+        if forms is None or not forms.serves(topic):
+            replicas = frozenset(n for p in topic.partitions for n in p.replicas)
+            forms = self._topics[topic.name] = _TopicForms(topic, replicas, replicas - self._live)
+        key = (context.response, operations)
+        entry = forms.by_form.get(key)
         if entry is None:
-            entry = self._entries[key] = _topic_response(context, image, topic, operations)
+            entry = forms.by_form[key] = _topic_response(context, self._live, topic, operations)
         return entry
+
+    def _follow(self, image: ClusterImage) -> None:
+        """Drop what `image` makes stale: topics it no longer holds, and, if the live brokers changed, topics
+        whose offline replicas changed. Holding `image` keeps its identity from being reused."""
+        live = frozenset(b.node_id for b in image.live_brokers)
+        topics = image.topics
+        if live == self._live:
+            stale = [name for name in self._topics if name not in topics]
+        else:
+            stale = [name for name, forms in self._topics.items()
+                     if name not in topics or forms.replicas - live != forms.offline]
+        for name in stale:
+            del self._topics[name]
+        self._image, self._live = image, live
 
 
 _entries = _TopicEntries()

@@ -6,6 +6,7 @@ of a broker whose endpoint moved (tests/brokerd/replication/test_sliced_role_app
 
 import asyncio
 import dataclasses
+import gc
 import uuid
 
 from brokerd.clock import ManualClock
@@ -59,6 +60,21 @@ def test_few_new_logs_are_created_in_place_many_off_the_loop(tmp_path):
         assert all(topic_id_file.read(logs.get_log("many", p).dir) == topic_id for p in range(MANY))
 
     run(tmp_path, scenario)
+
+
+def test_the_replicas_of_a_batch_created_off_the_loop_end_up_frozen_out_of_gc(tmp_path):
+    async def scenario(logs, metadata, replicas):
+        frozen = gc.get_freeze_count()
+        metadata.set_image(image({"many": MANY}))
+        await until(lambda: not replicas._creations)
+        assert gc.get_freeze_count() > frozen
+        collected = {id(o) for o in gc.get_objects()}  # the collected generations: frozen objects are not there
+        assert not any(id(p) in collected for p in replicas.partitions())
+
+    try:
+        run(tmp_path, scenario)
+    finally:
+        gc.unfreeze()
 
 
 def test_a_log_whose_topic_left_while_it_was_created_is_deleted(tmp_path):

@@ -10,8 +10,9 @@ response version is flexible — except ApiVersions, whose response header is al
 Encoded responses include their int32 size prefix, ready for the transport.
 
 Both sides live here: the server's (`parse_request_header`, `MessageCodec.decode_request` and
-`encode_response`) and the client's (`encode_request`, or `frame_request` around a body laid out by hand, and
-`decode_response`, used by `brokerd.client`).
+`encode_response`, or `encode_response_body` for a body encoded once and framed per answer by `frame_response`)
+and the client's (`encode_request`, or `frame_request` around a body laid out by hand, and `decode_response`,
+used by `brokerd.client`).
 """
 
 import io
@@ -121,8 +122,20 @@ class MessageCodec:
 
     def encode_response(self, correlation_id: int, response: object) -> bytes:
         """Size prefix + response header + body."""
-        tags = _NO_TAGS if self.flexible and self.api_key != ApiKey.API_VERSIONS else b""
-        return _framed(_SIZE.pack(correlation_id) + tags, self.response_type, response)
+        return _framed(_SIZE.pack(correlation_id) + self._header_tags, self.response_type, response)
+
+    def encode_response_body(self, response: object) -> bytes:
+        """What follows the correlation id in `encode_response`'s frame (the flexible header's tag section,
+        then the body), for a body encoded once and answered many times: `frame_response(correlation_id,
+        len(body)) + body` is byte for byte `encode_response(correlation_id, response)`."""
+        buffer = io.BytesIO()
+        buffer.write(self._header_tags)
+        entity_writer(self.response_type)(buffer, response)
+        return buffer.getvalue()
+
+    @property
+    def _header_tags(self) -> bytes:
+        return _NO_TAGS if self.flexible and self.api_key != ApiKey.API_VERSIONS else b""
 
 
 def _framed(header: bytes, entity_type: type, entity: object) -> bytes:

@@ -1,18 +1,24 @@
 """Metadata responses at scale: a topic's entries are built once per topic state (and response version and
 operations) and kept across metadata changes that leave the topic alone, against the uncached build
 (`_topic_response`) as oracle over a table of image changes applied as the broker applies them
-(`brokerd.metadata.cluster.apply_body`: deltas keep unchanged topics' objects, a snapshot rebuilds all)."""
+(`brokerd.metadata.cluster.apply_body`: deltas keep unchanged topics' objects, a snapshot rebuilds all). And the
+all-topics answer is encoded once per image, version and operations: byte for byte the uncached answer's frame
+over the same table, never the body of an older image, and named-topic requests are built per request."""
 
+import asyncio
 from types import SimpleNamespace
 
 import pytest
-from kio.index import load_response_schema
+from kio.index import load_request_schema, load_response_schema
 from kio.static.primitive import i32
 
 from brokerd.metadata.cluster import apply_body, parse_image
+from brokerd.protocol.messages import frame_response, message_codec
 from brokerd.protocol.responses import response_schema
-from brokerd.server.handlers._authorized import TOPIC_OPERATIONS
+from brokerd.server.handlers import topic_metadata
+from brokerd.server.handlers._authorized import CLUSTER_OPERATIONS, NOT_REQUESTED, TOPIC_OPERATIONS
 from brokerd.server.handlers.topic_metadata import _topic_response, _TopicEntries
+from brokerd.server.response import RawResponse
 
 METADATA = 3
 FORMS = [(version, operations) for version in (1, 5, 12) for operations in (i32(-2147483648), TOPIC_OPERATIONS)]
@@ -21,8 +27,11 @@ IDS = {name: f"00000000-0000-4000-8000-{n:012d}" for n, name in enumerate(("a", 
 RECREATED_ID = "00000000-0000-4000-8000-000000000099"
 
 
-def context(version: int) -> SimpleNamespace:
-    return SimpleNamespace(response=response_schema(load_response_schema(METADATA, version)))
+def context(version: int, image=None) -> SimpleNamespace:
+    """What the handler reads of a request's context; `image` is the broker's current image."""
+    return SimpleNamespace(response=response_schema(load_response_schema(METADATA, version)), version=version,
+                           services=SimpleNamespace(metadata=SimpleNamespace(image=image),
+                                                    config=SimpleNamespace(auto_create_topics_enable=False)))
 
 
 def broker(broker_id: int, state: str = "running") -> dict:
@@ -116,3 +125,101 @@ def test_a_one_partition_change_rebuilds_one_topic_of_many():
     second = {name: entries.get(v12, after, t, TOPIC_OPERATIONS) for name, t in after.topics.items()}
     assert [name for name in second if second[name] is not first[name]] == ["t7"]
     assert second["t7"].partitions[4].leader_id == 3
+
+
+ANSWER_FORMS = [(0, False), (1, False), (5, False), (9, False), (9, True), (12, False), (12, True)]
+"""(request version, operations asked): v8+ can ask for authorized operations, v9+ is flexible (header tags)."""
+CORRELATION_ID = 7
+
+
+@pytest.fixture
+def fresh_caches(monkeypatch):
+    """The handler's module-level caches, empty for this test."""
+    monkeypatch.setattr(topic_metadata, "_entries", _TopicEntries())
+    monkeypatch.setattr(topic_metadata, "_bodies", topic_metadata._AllTopicsBodies())
+
+
+def all_topics_request(version: int, operations: bool) -> object:
+    request = response_schema(load_request_schema(METADATA, version)).MetadataRequest
+    return request(topics=() if version == 0 else None, include_topic_authorized_operations=operations,
+                   include_cluster_authorized_operations=operations)
+
+
+def answer(version: int, image, request) -> object:
+    return asyncio.run(topic_metadata.handle(request, context(version, image)))
+
+
+def served_frame(version: int, image, operations: bool) -> tuple[bytes, bytes]:
+    """(the frame the dispatcher sends for the handler's all-topics answer, the body it framed)."""
+    response = answer(version, image, all_topics_request(version, operations))
+    assert isinstance(response, RawResponse)
+    body, = response.chunks
+    assert response.size == len(body)
+    return frame_response(CORRELATION_ID, response.size) + body, body
+
+
+def oracle_frame(version: int, image, operations: bool) -> bytes:
+    """The uncached answer: every entry built from scratch, the response encoded by kio as a whole."""
+    schema, live = context(version).response, frozenset(b.node_id for b in image.live_brokers)
+    topic_operations = TOPIC_OPERATIONS if operations else NOT_REQUESTED
+    response = schema.MetadataResponse(
+        brokers=tuple(schema.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=i32(b.port), rack=b.rack)
+                      for b in image.live_brokers),
+        cluster_id=image.cluster_id, controller_id=image.controller_id,
+        topics=tuple(_topic_response(context(version), live, t, topic_operations) for t in image.topics.values()),
+        cluster_authorized_operations=CLUSTER_OPERATIONS if operations else NOT_REQUESTED)
+    return message_codec(METADATA, version).encode_response(CORRELATION_ID, response)
+
+
+@pytest.mark.parametrize(("body", "_rebuilt"), [pytest.param(body, rebuilt, id=name) for name, body, rebuilt
+                                                in CHANGES])
+@pytest.mark.usefixtures("fresh_caches")
+def test_all_topics_answers_are_the_uncached_frame_and_never_an_older_images(body, _rebuilt):
+    before = parse_image(snapshot())
+    after = apply_body(before, body)
+    for version, operations in ANSWER_FORMS:
+        for image in (before, after, before):  # each image's body is asked right after the other's was kept
+            frame, _ = served_frame(version, image, operations)
+            assert frame == oracle_frame(version, image, operations), (version, operations, image is after)
+
+
+@pytest.mark.usefixtures("fresh_caches")
+def test_a_repeat_all_topics_request_is_not_encoded_again_and_a_new_image_is():
+    image = parse_image(snapshot())
+    _, first = served_frame(12, image, True)
+    _, repeat = served_frame(12, image, True)
+    assert repeat is first  # the same bytes object: served from the cache, not re-encoded
+    assert served_frame(12, image, False)[1] is not first  # another form: its own body
+    moved = apply_body(image, delta(partitions("a", partition(1, leader=2))))
+    _, after = served_frame(12, moved, True)
+    assert after != first
+    assert served_frame(12, moved, True)[1] is after
+
+
+@pytest.mark.usefixtures("fresh_caches")
+def test_bodies_are_kept_for_a_few_forms_of_the_current_image_only():
+    image = parse_image(snapshot())
+    for version, operations in ANSWER_FORMS:
+        served_frame(version, image, operations)
+    bodies = topic_metadata._bodies._bodies
+    assert topic_metadata.MAX_BODIES == 4
+    assert [version for version, _, _ in bodies] == [9, 9, 12, 12]  # the newest 4 forms kept, the oldest dropped
+    served_frame(1, apply_body(image, delta(broker(4))), False)
+    assert list(bodies) == [(1, NOT_REQUESTED, NOT_REQUESTED)]
+
+
+@pytest.mark.usefixtures("fresh_caches")
+def test_named_topic_requests_are_built_per_request_and_leave_the_bodies_alone():
+    image = parse_image(snapshot())
+    served_frame(12, image, False)
+    kept = dict(topic_metadata._bodies._bodies)
+    schema = response_schema(load_request_schema(METADATA, 12))
+    request = schema.MetadataRequest(topics=(schema.MetadataRequestTopic(name="a", topic_id=None),
+                                             schema.MetadataRequestTopic(name="nope", topic_id=None)),
+                                     allow_auto_topic_creation=False)
+    response = answer(12, image, request)
+    assert not isinstance(response, RawResponse)
+    assert [t.name for t in response.topics] == ["a", "nope"]
+    assert response.topics[1].error_code != 0
+    assert response.topics[0] == _topic_response(context(12), frozenset((1, 2, 3)), image.topics["a"], NOT_REQUESTED)
+    assert topic_metadata._bodies._bodies == kept

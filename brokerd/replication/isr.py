@@ -5,7 +5,10 @@ a broker failure's thousands of ISR shrinks cost a handful of requests and contr
 AlterPartitionManager sends one request at a time the same way).
 
 While a proposal is in flight the partition counts its "maximal ISR" (see `brokerd.replication.partition`).
-On success the committed state is adopted; if the control plane refuses a partition (a stale partition epoch,
+On success the committed state is adopted — unless it came with a new leader (a reassignment completed in the
+same transaction): then the proposal keeps counting until the image moving this replica arrives, so the HW
+never passes what the new leader was seen to hold (a CI run caught records acknowledged in that window and
+missing on the new leader). If the control plane refuses a partition (a stale partition epoch,
 a fenced leader epoch, a replica not running) or the whole request, the proposal is dropped and the metadata
 re-read (once per request), and the next ISR check proposes again from the fresh state. Event loop only.
 """
@@ -67,6 +70,15 @@ class IsrManager:
                 ) -> bool:
         """Adopt the committed state, or drop a refused proposal (True: the metadata is to be re-read)."""
         name, isr = f"{proposal.topic}-{proposal.partition}", proposal.isr
+        if (not isinstance(outcome, MetadataError) and outcome.leader_epoch != proposal.leader_epoch
+                and partition.pending_isr == isr):
+            # Committed together with a new leadership (a reassignment completed when the expansion brought in
+            # its last target): the new leader may hold no more than this leader last saw it fetch. Until the
+            # image that moves this replica arrives (it resets the pending ISR), the HW stays over the
+            # proposed ISR too, so nothing the new leader may lack is acknowledged here.
+            log.info("ISR of %s committed as %s with a new leader %d (epoch %d)", name, list(outcome.isr),
+                     outcome.leader_id, outcome.leader_epoch)
+            return False
         if partition.pending_isr == isr:
             partition.pending_isr = None
         if isinstance(outcome, MetadataError):

@@ -1,6 +1,7 @@
 """`IsrManager` against a fake control plane (the metadata layer): one AlterPartition in flight per
 partition, conditional on the epochs the leader had; the committed ISR is adopted, a refusal drops the
-proposal and re-reads the metadata, and an answer arriving after a leadership change is ignored. Proposals
+proposal and re-reads the metadata, an answer arriving after a leadership change is ignored, and one committing
+a new leader keeps the proposal counting until the image arrives. Proposals
 are batched: those of one loop step go in one request, those made while it is in flight in the next, and a
 partition refused in a batch does not fail the others."""
 
@@ -36,6 +37,9 @@ class FakeControlPlane:
         answer = await self.answer
         if answer == "fail":
             raise ControlPlaneUnavailableError("no answer")
+        if answer == "moved":  # committed with the reassignment it completed: replica 3 leads, next epoch
+            return [assignment(3, p.leader_epoch + 1, isr=p.isr, partition_epoch=p.partition_epoch + 2)
+                    for p in proposals]
         refused = {p.partition for p in proposals} if answer == "refuse" else set() if answer == "commit" else answer
         return [Refused("stale partition epoch") if p.partition in refused
                 else assignment(1, p.leader_epoch, isr=p.isr, partition_epoch=p.partition_epoch + 1)
@@ -101,6 +105,34 @@ def test_an_answer_after_a_leadership_change_is_not_applied(leader):
         control_plane.answer.set_result("commit")
         await settle()
         assert (leader.isr, leader.partition_epoch) == ((1, 2, 3), 9)
+        await isr.stop()
+
+    asyncio.run(scenario())
+
+
+def test_an_expansion_committed_with_a_new_leader_keeps_the_hw_below_what_the_new_leader_fetched(make_partition):
+    """A reassignment completes in the transaction that commits the expansion bringing in its last target, which
+    then leads: until the image saying so arrives, the old leader must not move its HW past that replica's
+    position over the old ISR alone (records acknowledged there would be missing on the new leader)."""
+    async def scenario():
+        leader = make_partition(1)
+        leader.make_leader(assignment(1, 3, isr=(1, 2), partition_epoch=7), now_ms=0)
+        leader.append_as_leader(build_batch())
+        caught_up = leader.log_end_offset
+        leader.update_follower_fetch(2, caught_up, now_ms=1)
+        leader.update_follower_fetch(3, caught_up, now_ms=1)  # replica 3 caught up: the expansion is proposed
+        control_plane = FakeControlPlane()
+        isr = IsrManager(control_plane)
+        assert isr.propose(leader, (1, 2, 3))
+        await settle()
+        control_plane.answer.set_result("moved")
+        await settle()
+        assert leader.maximal_isr == (1, 2, 3)  # the proposal still counts
+        leader.append_as_leader(build_batch())  # produced before the new image arrives
+        leader.update_follower_fetch(2, leader.log_end_offset, now_ms=2)
+        assert leader.high_watermark == caught_up  # not past what replica 3 (the new leader) was seen to hold
+        leader.make_follower(assignment(3, 4, isr=(1, 2, 3), partition_epoch=9))  # the image arrives
+        assert leader.pending_isr is None
         await isr.stop()
 
     asyncio.run(scenario())

@@ -71,6 +71,9 @@ ROLE_SLICE_REPLICAS = 256
 (`_create_off_loop`): measured 6-9 ms a step on a loaded 2-core machine, so 10,000 new replicas (40 steps) never
 hold the loop, and with it the broker's heartbeat, for seconds (one pass over them all held it 1-5 s)."""
 
+LEADERLESS_NAMED = 5
+"""Partitions named in the one line an image's leaderless followers get (`_log_roles`); the rest are counted."""
+
 AppendOutcome = AppendResult | BrokerError
 """Per entry of `append_records`: where the batch landed, or the error (carrying its Kafka error) that
 answers it."""
@@ -121,6 +124,8 @@ class ReplicaManager:
         """The last `_apply` raised: the next one visits every replica, not only the changed topics'."""
         self._started = False
         self._role_listeners: list[Callable[[], None]] = []
+        self._leaderless: list[TopicPartition] = []
+        """Followers left without a leader since the last `_log_roles` (one line for them all)."""
         metadata.add_listener(self._on_metadata_change)
 
     # --- lifecycle -------------------------------------------------------------------------------------
@@ -421,9 +426,17 @@ class ReplicaManager:
             listener()
 
     def _log_roles(self, image: ClusterImage, led: int, followed: int) -> None:
+        """One line for an application of `image`, whatever the number of replicas it moved (a failover makes a
+        broker leader of thousands at once, a leaderless broker leaves as many without a leader)."""
         if led or followed:
             log.info("metadata version %d: leader of %d more partition(s), following a new leader in %d "
                      "(%d replicas here)", image.metadata_version, led, followed, len(self._partitions))
+        if self._leaderless:
+            named = ", ".join(f"{topic}-{index}" for topic, index in self._leaderless[:LEADERLESS_NAMED])
+            log.info("metadata version %d: %d partition(s) without a leader; not fetching them (%s%s)",
+                     image.metadata_version, len(self._leaderless), named,
+                     ", ..." if len(self._leaderless) > LEADERLESS_NAMED else "")
+            self._leaderless.clear()
 
     def _open_logs(self, topics: Mapping[str, TopicMetadata]) -> dict[TopicPartition, Log]:
         """The logs of the replicas of `topics` on this broker that have no `Partition` yet: existing ones, and
@@ -568,8 +581,9 @@ class ReplicaManager:
             return False
         self._remove_from_fetchers(partition.key)
         if leader is None or assignment.leader_id < 0:
-            log.info("%s-%d: no leader (epoch %d); not fetching", partition.topic, partition.index,
-                     assignment.leader_epoch)
+            log.debug("%s-%d: no leader (epoch %d); not fetching", partition.topic, partition.index,
+                      assignment.leader_epoch)
+            self._leaderless.append(partition.key)  # summed up at INFO by `_log_roles`
             return False
         if fetcher is None:
             fetcher = self._fetchers[leader.node_id] = ReplicaFetcher(leader, self.node_id, self.config,

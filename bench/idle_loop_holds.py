@@ -82,26 +82,28 @@ def _replica_manager(image: ClusterImage, lag_ms: int) -> ReplicaManager:
     replicas = ReplicaManager(None, _Images(image), 1,  # type: ignore[arg-type]
                               config=ReplicationConfig(replica_lag_time_max_ms=lag_ms), metrics_enabled=False)
     now = replicas._clock.monotonic_ms()
-    led = []
     for name, topic in image.topics.items():
         for assignment in topic.partitions:
             partition = Partition(name, assignment.partition, 1, _IdleLog(), replicas)  # type: ignore[arg-type]
             if assignment.leader_id == 1:
                 partition.make_leader(assignment, now)
-                led.append(partition)
             else:
                 partition.make_follower(assignment)
             replicas._partitions[partition.key] = partition
+    return replicas
+
+
+def _open_sessions(replicas: ReplicaManager) -> None:
+    """Both followers' fetch sessions of every led partition, caught up and quiet."""
     requested = [(p.topic, [types.SimpleNamespace(partition=p.index, fetch_offset=0, current_leader_epoch=1,
                                                   partition_max_bytes=1 << 20, last_fetched_epoch=1)])
-                 for p in led]
+                 for p in replicas.partitions() if p.is_leader]
     for follower in (2, 3):
         session = replicas.fetch_sessions.create(follower)
         session.update(requested, ())
         for cached in session.partitions.values():
             cached.sent_high_watermark = cached.sent_log_start_offset = 0
         session.changed.clear()
-    return replicas
 
 
 async def _idle_follower(replicas: ReplicaManager, image: ClusterImage, follower: int, wait_ms: int) -> None:
@@ -119,6 +121,7 @@ async def _idle_follower(replicas: ReplicaManager, image: ClusterImage, follower
 async def _run(partitions: int, seconds: float, lag_ms: int, wait_ms: int, report_ms: float) -> None:
     image = _image(partitions)
     replicas = _replica_manager(image, lag_ms)
+    _open_sessions(replicas)
     gc.collect()
     gc.freeze()  # as `Broker.start` does once the replicas exist
     holds = _Holds()

@@ -13,7 +13,7 @@ import signal
 import sys
 from pathlib import Path
 
-from brokerd import allocator, slow_callbacks
+from brokerd import allocator, gc_policy, slow_callbacks
 from brokerd.config import ConfigError, build_config, load_properties
 
 SWITCH_INTERVAL_S = 0.001
@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         loop = asyncio.get_running_loop()
         if config.slow_callback_ms:
             slow_callbacks.install(config.slow_callback_ms)
+        gc_policy.install(loop)  # long-lived objects out of full collections as they accumulate
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         await run_until_stopped(Broker(config), stop)

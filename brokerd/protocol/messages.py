@@ -10,19 +10,25 @@ response version is flexible — except ApiVersions, whose response header is al
 Encoded responses include their int32 size prefix, ready for the transport.
 
 Both sides live here: the server's (`parse_request_header`, `MessageCodec.decode_request` and
-`encode_response`, or `encode_response_body` for a body encoded once and framed per answer by `frame_response`)
+`encode_response`, or `encode_response_body` for a body encoded once and framed per answer by `frame_response`,
+or `encode_response_body_with` for a body assembled from array elements encoded once each by `encode_element`)
 and the client's (`encode_request`, or `frame_request` around a body laid out by hand, and `decode_response`,
 used by `brokerd.client`).
 """
 
 import io
 import struct
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from functools import cache
 
 from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
+from kio.serial._introspect import get_field_tag
+from kio.serial._serialize import get_field_writer
 from kio.serial.errors import SerialError
+from kio.serial.writers import Writer, write_compact_array_length, write_legacy_array_length
+from kio.static.primitive import i32
 
 from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.bounds import check_lengths
@@ -133,9 +139,57 @@ class MessageCodec:
         entity_writer(self.response_type)(buffer, response)
         return buffer.getvalue()
 
+    def encode_response_body_with(self, response: object, array_field: str, elements: Sequence[bytes]) -> bytes:
+        """`encode_response_body(response)` with its entity-array field `array_field` given as the encodings of its
+        elements (`encode_element` of each, kept by the caller across responses), whatever `response` holds in
+        that field: encoding costs O(elements) joins instead of kio writing every field of every element (an
+        all-topics Metadata body: 2 s at 100,000 partitions). Byte for byte kio's encoding of the response with
+        those elements in the field (the tests' oracle). The response type may have no tagged fields."""
+        before, after = _writers_around(self.response_type, array_field)
+        flexible = self.response_type.__flexible__
+        buffer = io.BytesIO()
+        buffer.write(self._header_tags)
+        for name, write in before:
+            write(buffer, getattr(response, name))
+        if flexible:
+            write_compact_array_length(buffer, len(elements))
+        else:
+            write_legacy_array_length(buffer, i32(len(elements)))
+        buffer.write(b"".join(elements))
+        for name, write in after:
+            write(buffer, getattr(response, name))
+        if flexible:
+            buffer.write(_NO_TAGS)
+        return buffer.getvalue()
+
     @property
     def _header_tags(self) -> bytes:
         return _NO_TAGS if self.flexible and self.api_key != ApiKey.API_VERSIONS else b""
+
+
+def encode_element(entity: object) -> bytes:
+    """kio's encoding of one entity as an element of an array (no header, no size): what
+    `MessageCodec.encode_response_body_with` assembles."""
+    buffer = io.BytesIO()
+    entity_writer(type(entity))(buffer, entity)
+    return buffer.getvalue()
+
+
+@cache
+def _writers_around(entity_type: type, array_field: str) -> tuple[tuple[tuple[str, Writer], ...], ...]:
+    """kio's writers of `entity_type`'s fields before `array_field` and of those after it, in wire order."""
+    before: list[tuple[str, Writer]] = []
+    after: list[tuple[str, Writer]] = []
+    found = False
+    for field in fields(entity_type):
+        assert get_field_tag(field) is None, f"{entity_type.__name__} has tagged fields"
+        if field.name == array_field:
+            found = True
+            continue
+        (after if found else before).append(
+            (field.name, get_field_writer(field, entity_type.__flexible__, is_request_header=False, is_tag=False)))
+    assert found, f"{entity_type.__name__} has no field {array_field}"
+    return tuple(before), tuple(after)
 
 
 def _framed(header: bytes, entity_type: type, entity: object) -> bytes:

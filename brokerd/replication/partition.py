@@ -57,6 +57,10 @@ class PartitionListener(Protocol):
     def on_high_watermark(self, partition: "Partition") -> None:
         """The HW moved (consumers may read more; acks=all produce may complete)."""
 
+    def on_leader_state(self, partition: "Partition") -> None:
+        """The partition became leader here, or its ISR or replicas changed while it leads: when a follower can
+        fall out of sync may have changed (`isr_check_due_ms`)."""
+
 
 @dataclass(slots=True)
 class FollowerState:
@@ -157,6 +161,7 @@ class Partition:
                 if replica != self.node_id and replica not in self.followers:
                     self.followers[replica] = FollowerState(last_caught_up_ms=now_ms)
         self.maybe_increment_high_watermark()
+        self._listener.on_leader_state(self)
         return new
 
     def make_follower(self, state: PartitionAssignment) -> bool:
@@ -191,6 +196,8 @@ class Partition:
             self.pending_isr = None
             self.replicas = state.replicas or self.replicas
             self.maybe_increment_high_watermark()
+            if self.is_leader:
+                self._listener.on_leader_state(self)
 
     def check_leader_epoch(self, current_leader_epoch: LeaderEpoch) -> None:
         """Kafka's epoch validation for requests carrying `current_leader_epoch` (-1: none)."""
@@ -325,6 +332,26 @@ class Partition:
             if now_ms - follower.last_caught_up_ms > max_lag_ms:
                 lagging.append(replica)
         return lagging
+
+    def isr_check_due_ms(self, max_lag_ms: int) -> int | None:
+        """The earliest monotonic ms at which `out_of_sync_replicas` can find an ISR follower lagging by time: one
+        ms past `max_lag_ms` after the earliest last caught-up time among them (0 for a member without follower
+        state: at once); None when the ISR has no follower or this replica does not lead. Only fencing (the
+        caller's to watch) or a change reported by `on_leader_state` makes a follower out of sync earlier: a
+        caught-up time only grows."""
+        if not self.is_leader:
+            return None
+        due = None
+        for replica in self.isr:
+            if replica == self.node_id:
+                continue
+            follower = self.followers.get(replica)
+            if follower is None:
+                return 0
+            at = follower.last_caught_up_ms + max_lag_ms + 1
+            if due is None or at < due:
+                due = at
+        return due
 
     # --- follower --------------------------------------------------------------------------------------
 

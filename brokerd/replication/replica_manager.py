@@ -9,7 +9,8 @@ fetching and wakes its acks=all waiters; a new follower joins the `ReplicaFetche
 broker (truncating first). Topics that leave the image lose their logs. ISR health is checked every
 `ISR_CHECK_INTERVAL_MS`: ISR followers not caught up for `replica.lag.time.max.ms`, or whose broker the
 controller fenced, are proposed out; followers that caught up are proposed in as soon as their fetch
-shows it (`isr.IsrManager`).
+shows it (`isr.IsrManager`). The check visits only the led partitions due by then (`isr_schedule`), at most
+`ISR_CHECK_SLICE` per loop step.
 
 What callers use (handlers, the group coordinator):
 - `append_records` / `append`: an append with its acks semantics (Kafka's `appendRecords`), see there;
@@ -45,6 +46,7 @@ from brokerd.replication.errors import (
 )
 from brokerd.replication.fetcher import ReplicaFetcher
 from brokerd.replication.isr import IsrManager
+from brokerd.replication.isr_schedule import IsrCheckSchedule
 from brokerd.replication.partition import AppendResult, Partition
 from brokerd.replication.purgatory import FetchPurgatory, ProducePurgatory
 from brokerd.replication.session_cache import FetchSession, FetchSessionCache
@@ -58,9 +60,12 @@ from kafkaspec import topic_config
 log = logging.getLogger(__name__)
 
 ISR_CHECK_INTERVAL_MS = 250
+ISR_CHECK_SLICE = 512
+"""Led partitions the ISR check looks at per event-loop step (`maybe_shrink_isr`): partitions led since the same
+moment come due together (33,334 after a 100,000-partition cluster starts), and each visit may ask a fetch session."""
 SESSION_SWEEP_INTERVAL_MS = 2_000
-"""Every fetch session looks at all its partitions again this often (`FetchSessionCache.mark_all_changed`): how
-late a follower may hear of what no event reports (retention moving a log start, an ISR change by AlterPartition)."""
+"""Every fetch session looks at all its partitions again within this time (`FetchSessionCache.sweep_slice`, a slice at
+each ISR check): how late a follower may hear of what no event reports (retention moving a log start)."""
 ACKS_ALL = -1
 CREATE_OFF_LOOP_MIN_LOGS = 8
 """An image bringing at least this many new replicas here has their logs created on a worker thread (their
@@ -70,6 +75,9 @@ ROLE_SLICE_REPLICAS = 256
 """Replicas whose logs were created off the loop take their roles at most this many per event-loop step
 (`_create_off_loop`): measured 6-9 ms a step on a loaded 2-core machine, so 10,000 new replicas (40 steps) never
 hold the loop, and with it the broker's heartbeat, for seconds (one pass over them all held it 1-5 s)."""
+
+LEADERLESS_NAMED = 5
+"""Partitions named in the one line an image's leaderless followers get (`_log_roles`); the rest are counted."""
 
 AppendOutcome = AppendResult | BrokerError
 """Per entry of `append_records`: where the batch landed, or the error (carrying its Kafka error) that
@@ -98,6 +106,10 @@ class ReplicaManager:
         self._topic_ids: dict[str, str] = {}
         self._fetchers: dict[BrokerId, ReplicaFetcher] = {}
         self._fenced: frozenset[BrokerId] = frozenset()
+        self._fenced_checked: frozenset[BrokerId] = frozenset()
+        """The fenced brokers the ISR check last looked for (`_schedule_newly_fenced`)."""
+        self._isr_due = IsrCheckSchedule()
+        """When each led partition is next due for the ISR check (`maybe_shrink_isr`)."""
         self._min_isr: dict[str, int] = {}
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._defaults = topic_config.broker_defaults(broker_properties or {})
@@ -121,6 +133,8 @@ class ReplicaManager:
         """The last `_apply` raised: the next one visits every replica, not only the changed topics'."""
         self._started = False
         self._role_listeners: list[Callable[[], None]] = []
+        self._leaderless: list[TopicPartition] = []
+        """Followers left without a leader since the last `_log_roles` (one line for them all)."""
         metadata.add_listener(self._on_metadata_change)
 
     # --- lifecycle -------------------------------------------------------------------------------------
@@ -195,6 +209,14 @@ class ReplicaManager:
         self.fetch_purgatory.notify(partition.key)
         self.fetch_sessions.mark_changed(partition.key)
         self.produce_purgatory.complete(partition.key, partition.high_watermark)
+
+    def on_leader_state(self, partition: Partition) -> None:
+        """A new leadership, ISR or replica set: the ISR check visits the partition by its new due time (at once
+        if a fenced broker is in its ISR)."""
+        self.fetch_sessions.mark_changed(partition.key)  # a follower's ISR membership decides whether it is quiet
+        due = partition.isr_check_due_ms(self.config.replica_lag_time_max_ms)
+        if due is not None:
+            self._isr_due.schedule_by(partition.key, 0 if not self._fenced.isdisjoint(partition.isr) else due)
 
     # --- appends ---------------------------------------------------------------------------------------
 
@@ -296,30 +318,60 @@ class ReplicaManager:
             self.isr.propose(partition, partition.isr + (replica_id,))
 
     async def _isr_loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        next_sweep = loop.time()
         while True:
             await asyncio.sleep(ISR_CHECK_INTERVAL_MS / 1000)
-            if loop.time() >= next_sweep:
-                self.fetch_sessions.mark_all_changed()
-                next_sweep = loop.time() + SESSION_SWEEP_INTERVAL_MS / 1000
-            try:
-                self.maybe_shrink_isr()
-            except Exception:  # noqa: BLE001 - the check must keep running
-                log.exception("ISR check failed")
+            self.fetch_sessions.sweep_slice(SESSION_SWEEP_INTERVAL_MS // ISR_CHECK_INTERVAL_MS)
+            more = True
+            while more:
+                try:
+                    more = self.maybe_shrink_isr()
+                except Exception:  # noqa: BLE001 - the check must keep running
+                    log.exception("ISR check failed")
+                    more = False
+                if more:
+                    await asyncio.sleep(0)  # the loop serves between slices
 
-    def maybe_shrink_isr(self) -> None:
+    def maybe_shrink_isr(self, limit: int = ISR_CHECK_SLICE) -> bool:
+        """One slice of the ISR check: up to `limit` led partitions due now, each proposing its lagging or fenced
+        ISR followers out (Kafka's `maybeShrinkIsr`) and scheduled again — by its followers' caught-up times, or
+        for the next check while a proposal is in flight or was just made. True if more are due now.
+
+        Equivalent to a pass over every led partition at each check (the tests' oracle): a partition not visited
+        cannot have a follower out of sync yet (`Partition.isr_check_due_ms`; its changes reach the schedule
+        through `on_leader_state`, newly fenced brokers through `_schedule_newly_fenced`)."""
         now = self._clock.monotonic_ms()
-        for partition in self._partitions.values():
-            if not partition.is_leader or partition.pending_isr is not None:
-                continue
-            lagging = partition.out_of_sync_replicas(now, self.config.replica_lag_time_max_ms, self._fenced,
-                                                     self._caught_up_in_session)
-            if lagging:
+        self._schedule_newly_fenced()
+        max_lag_ms = self.config.replica_lag_time_max_ms
+        for key in self._isr_due.pop_due(now, limit):
+            partition = self._partitions.get(key)
+            if partition is None or not partition.is_leader:
+                continue  # scheduled again when it leads again
+            if partition.pending_isr is None:
+                lagging = partition.out_of_sync_replicas(now, max_lag_ms, self._fenced, self._caught_up_in_session)
+                if not lagging:
+                    due = partition.isr_check_due_ms(max_lag_ms)
+                    if due is not None:
+                        self._isr_due.schedule(key, due)
+                    continue
                 shrunk = tuple(r for r in partition.isr if r not in lagging)
                 log.info("%s-%d: shrinking ISR %s -> %s (lagging or fenced: %s)", partition.topic,
                          partition.index, list(partition.isr), list(shrunk), lagging)
                 self.isr.propose(partition, shrunk)
+            self._isr_due.schedule(key, now + 1)  # looked at by every check until the proposal settled
+        next_due = self._isr_due.next_due_ms()
+        return next_due is not None and next_due <= now
+
+    def _schedule_newly_fenced(self) -> None:
+        """The led partitions with a broker in their ISR that the image fenced since the last check are due now
+        (a pass over the replicas here, once per fence)."""
+        fenced = self._fenced
+        if fenced is self._fenced_checked:
+            return
+        newly, self._fenced_checked = fenced - self._fenced_checked, fenced
+        if newly:
+            for partition in self._partitions.values():
+                if partition.is_leader and not newly.isdisjoint(partition.isr):
+                    self._isr_due.schedule_by(partition.key, 0)
 
     def _caught_up_in_session(self, replica_id: BrokerId, partition: Partition) -> int:
         return self.fetch_sessions.caught_up_ms(replica_id, partition.key, partition.leader_epoch,
@@ -421,9 +473,17 @@ class ReplicaManager:
             listener()
 
     def _log_roles(self, image: ClusterImage, led: int, followed: int) -> None:
+        """One line for an application of `image`, whatever the number of replicas it moved (a failover makes a
+        broker leader of thousands at once, a leaderless broker leaves as many without a leader)."""
         if led or followed:
             log.info("metadata version %d: leader of %d more partition(s), following a new leader in %d "
                      "(%d replicas here)", image.metadata_version, led, followed, len(self._partitions))
+        if self._leaderless:
+            named = ", ".join(f"{topic}-{index}" for topic, index in self._leaderless[:LEADERLESS_NAMED])
+            log.info("metadata version %d: %d partition(s) without a leader; not fetching them (%s%s)",
+                     image.metadata_version, len(self._leaderless), named,
+                     ", ..." if len(self._leaderless) > LEADERLESS_NAMED else "")
+            self._leaderless.clear()
 
     def _open_logs(self, topics: Mapping[str, TopicMetadata]) -> dict[TopicPartition, Log]:
         """The logs of the replicas of `topics` on this broker that have no `Partition` yet: existing ones, and
@@ -568,8 +628,9 @@ class ReplicaManager:
             return False
         self._remove_from_fetchers(partition.key)
         if leader is None or assignment.leader_id < 0:
-            log.info("%s-%d: no leader (epoch %d); not fetching", partition.topic, partition.index,
-                     assignment.leader_epoch)
+            log.debug("%s-%d: no leader (epoch %d); not fetching", partition.topic, partition.index,
+                      assignment.leader_epoch)
+            self._leaderless.append(partition.key)  # summed up at INFO by `_log_roles`
             return False
         if fetcher is None:
             fetcher = self._fetchers[leader.node_id] = ReplicaFetcher(leader, self.node_id, self.config,

@@ -12,8 +12,9 @@ An idle follower must cost less than one look per partition per fetch, so a fetc
 is in its ISR and at its log end, and its high watermark and log start offset are as last sent: nothing to
 answer, and the follower caught up. Invariant: every partition of a session that is not quiet is in `changed`
 (events mark it: `mark_changed` on appends, high-watermark moves and role changes; requests mark what they
-name; the periodic `mark_all_changed` sweep catches the rest, such as retention moving the log start), and a
-partition leaves `changed` only when a fetch finds it quiet. A quiet partition is not recorded as fetched each
+name; the periodic sweep catches the rest, such as retention moving the log start: `sweep_slice`, called `steps`
+times per sweep, marks a slice of every session's partitions each time, so that no step costs O(partitions)),
+and a partition leaves `changed` only when a fetch finds it quiet. A quiet partition is not recorded as fetched each
 time; `caught_up_ms` answers for it when the ISR check asks.
 
 Epoch -1 closes a session; a missing session answers FETCH_SESSION_ID_NOT_FOUND, a wrong epoch
@@ -71,6 +72,10 @@ class FetchSession:
     last_fetch_ms: int = -1
     """Monotonic ms of the session's last fetch: every partition counts as fetched then at its cached offset."""
     _waiter: asyncio.Future[None] | None = None
+    _sweep: list[TopicPartition] = field(default_factory=list)
+    """The partitions the current sweep has yet to mark (taken when it started, marked from the end)."""
+    _sweep_slice: int = 0
+    """How many of them each `sweep_slice` marks."""
 
     def update(self, requested: Iterable[tuple[str, Iterable]], forgotten: Iterable[TopicPartition]) -> None:
         """Add or update `requested` ((topic, request partitions) pairs), then drop `forgotten`."""
@@ -112,6 +117,18 @@ class FetchSession:
             self.changed.add(key)
             if self._waiter is not None and not self._waiter.done():
                 self._waiter.set_result(None)
+
+    def sweep_slice(self, steps: int) -> None:
+        """Mark the next slice of a sweep of `steps` slices: the first takes the session's partitions, each marks
+        1/`steps` of them (those still in the session; one added since was marked when added), so every
+        partition is marked within `steps` calls."""
+        if not self._sweep:
+            self._sweep = list(self.partitions)
+            self._sweep_slice = -(-len(self._sweep) // steps)
+        keys = self._sweep[-self._sweep_slice:] if self._sweep_slice else []
+        del self._sweep[len(self._sweep) - len(keys):]
+        partitions = self.partitions
+        self.changed.update(key for key in keys if key in partitions)
 
 
 class FetchSessionCache:
@@ -167,11 +184,12 @@ class FetchSessionCache:
         for session in self._by_replica.values():
             session.mark_changed(key)
 
-    def mark_all_changed(self) -> None:
-        """The periodic sweep: every partition of every session is looked at again by its next fetch (what no
-        event marks, e.g. the log start offset moved by retention, reaches the followers this way)."""
+    def sweep_slice(self, steps: int) -> None:
+        """One of the `steps` calls of the periodic sweep: every partition of every session is looked at again by
+        a fetch within `steps` calls (what no event marks, e.g. the log start offset moved by retention, reaches
+        the followers this way), a slice per call (`FetchSession.sweep_slice`): 1/`steps` of them, not all at once."""
         for session in self._by_replica.values():
-            session.changed.update(session.partitions)
+            session.sweep_slice(steps)
 
     def caught_up_ms(self, replica_id: BrokerId, key: TopicPartition, leader_epoch: int, log_end_offset: int) -> int:
         """When follower `replica_id` was last caught up with `key` (this broker leads it at `leader_epoch`, its

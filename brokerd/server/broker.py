@@ -9,7 +9,8 @@ we are shutting down, unload the group coordinators (parked JoinGroup/SyncGroup 
 instead of holding the drain), stop serving (in-flight requests drain), stop replication, stop the
 metadata store's loops, close the logs. Once started, every object alive (modules, kio schemas, the
 image, the logs' state) is frozen out of garbage collection (`gc.freeze`; again after each large batch of new
-replicas, `ReplicaManager._create_off_loop`): a full collection would otherwise walk them all, holding the event
+replicas, `ReplicaManager._create_off_loop`, and after a slow full collection, `brokerd.gc_policy`): a full
+collection would otherwise walk them all, holding the event
 loop for tens of milliseconds. Metrics (`brokerd.metrics`)
 start once the broker serves: the Prometheus endpoint when `strom.metrics.port` is set, the
 `__strom_metrics` publisher unless `strom.metrics.topic.enable=false`; they stop first.

@@ -8,7 +8,7 @@ least one whole batch (KIP-74). Read uncommitted = read committed: there are no 
 Fetch sessions (KIP-227, v7+; bookkeeping in `brokerd.replication.session_cache`): a replica fetch with
 session_epoch 0 opens one, and its incremental fetches name only the partitions whose position changed; every
 other partition of the session is fetched at its cached offset. Only the session's changed partitions are
-looked at (appends, high-watermark moves and role changes mark them; a sweep marks all every few seconds), and
+looked at (appends, high-watermark moves and role changes mark them; a sweep marks each within a few seconds), and
 of those the quiet ones (nothing to answer, the follower caught up) are neither read nor answered, so an idle
 follower costs next to nothing per fetch; its long poll waits for a change to one of its partitions. An
 incremental answer names only partitions with news. A consumer asking for a session is answered sessionless
@@ -242,8 +242,8 @@ async def _with_session_news(context: RequestContext, session: FetchSession, req
                              first_pass: bool) -> list[tuple[str | None, uuid.UUID, list]]:
     """The requested partitions, and every other changed partition of the session unless it is quiet (see
     `brokerd.replication.session_cache`): a quiet one leaves `changed` and, on the first pass, counts as fetched
-    at its cached offset, without being read or answered. After a sweep every partition is looked at: the event
-    loop runs other work every `PARTITIONS_PER_SLICE` of them."""
+    at its cached offset, without being read or answered. Many may be changed (a session's first incremental fetch,
+    a sweep's slice): the event loop runs other work every `PARTITIONS_PER_SLICE` of them."""
     replicas = context.services.replicas
     asked = {(name, p.partition) for name, _, partitions in requested if name is not None for p in partitions}
     news: dict[str, list[CachedPartition]] = {}

@@ -1,19 +1,25 @@
 import contextlib
+import dataclasses
+import datetime
 import io
+import uuid
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v4.request import MetadataRequest, MetadataRequestTopic
 from kio.serial import entity_writer
+from kio.static.primitive import i32
 
 from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.api_versions import SUPPORTED_APIS, advertised_api_versions
 from brokerd.protocol.error_codes import error_code, error_code_of
 from brokerd.protocol.error_response import build_error_response, has_top_level_error
 from brokerd.protocol.errors import MalformedRequestError
-from brokerd.protocol.messages import message_codec, parse_request_header, peek_api
+from brokerd.protocol.messages import encode_element, message_codec, parse_request_header, peek_api
+from brokerd.protocol.responses import response_schema
 
 
 def request_frame(api_key: int, version: int, correlation_id: int, client_id: bytes | None, body: bytes,
@@ -110,3 +116,40 @@ def test_error_responses_exist_for_group_apis():
             response = build_error_response(codec.response_type, ErrorCode.coordinator_not_available)
             assert response.error_code == ErrorCode.coordinator_not_available
             codec.encode_response(1, response)
+
+
+def _metadata_response(version: int, topics: int) -> tuple[object, list[object]]:
+    schema = response_schema(load_response_schema(ApiKey.METADATA, version))
+    entries = [schema.MetadataResponseTopic(
+        error_code=ErrorCode.none, name=f"topic-{t}", topic_id=uuid.UUID(int=t + 1), is_internal=t == 0,
+        topic_authorized_operations=i32(-2147483648 if t % 2 else 0b1101),
+        partitions=tuple(schema.MetadataResponsePartition(
+            error_code=ErrorCode.none, partition_index=i32(p), leader_id=i32(1 + p % 3), leader_epoch=i32(t),
+            replica_nodes=(i32(1), i32(2), i32(3)), isr_nodes=(i32(1 + p % 3),), offline_replicas=(i32(3),) * (p % 2))
+            for p in range(t % 4))) for t in range(topics)]
+    response = schema.MetadataResponse(
+        throttle_time=datetime.timedelta(0), cluster_id="c1", controller_id=i32(2), topics=(),
+        brokers=(schema.MetadataResponseBroker(node_id=i32(1), host="h", port=i32(9092), rack="r1"),),
+        cluster_authorized_operations=i32(7))
+    return response, entries
+
+
+@pytest.mark.parametrize("version", range(13))
+@pytest.mark.parametrize("topics", [0, 1, 130])  # 130: a compact array's length takes two varint bytes
+def test_a_body_assembled_from_encoded_elements_is_kios_encoding_of_the_whole(version, topics):
+    codec = message_codec(ApiKey.METADATA, version)
+    response, entries = _metadata_response(version, topics)
+    assembled = codec.encode_response_body_with(response, "topics", [encode_element(e) for e in entries])
+    whole = codec.encode_response_body(dataclasses.replace(response, topics=tuple(entries)))
+    assert assembled == whole
+
+
+@pytest.mark.parametrize("version", range(6))
+def test_any_entity_array_can_be_assembled(version):
+    codec = message_codec(ApiKey.LIST_GROUPS, version)
+    schema = response_schema(codec.response_type)
+    groups = [schema.ListedGroup(group_id=f"g{n}", protocol_type="consumer", group_state="Stable", group_type="classic")
+              for n in range(3)]
+    response = schema.ListGroupsResponse(throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, groups=())
+    assert (codec.encode_response_body_with(response, "groups", [encode_element(g) for g in groups])
+            == codec.encode_response_body(dataclasses.replace(response, groups=tuple(groups))))

@@ -46,6 +46,9 @@ class RecordingListener:
     def on_high_watermark(self, partition: Partition) -> None:
         self.high_watermarks.append(partition.high_watermark)
 
+    def on_leader_state(self, partition: Partition) -> None:
+        pass
+
 
 @pytest.fixture
 def listener() -> RecordingListener:

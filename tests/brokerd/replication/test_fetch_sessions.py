@@ -200,7 +200,7 @@ def test_a_session_looks_at_what_requests_name_and_events_mark_until_the_handler
     assert session.changed == set()
 
 
-def test_events_reach_the_sessions_holding_the_partition_and_the_sweep_marks_everything():
+def test_events_reach_the_sessions_holding_the_partition_and_the_sweep_marks_everything_a_slice_at_a_time():
     cache = FetchSessionCache(slots=10)
     first, second = cache.create(2), cache.create(3)
     assert first is not None and second is not None
@@ -212,8 +212,30 @@ def test_events_reach_the_sessions_holding_the_partition_and_the_sweep_marks_eve
     cache.mark_changed(TopicPartition("t", 1))
     assert (first.changed, second.changed) == ({TopicPartition("t", 1)}, {TopicPartition("t", 1)})
 
-    cache.mark_all_changed()
+    first.changed.clear()
+    second.changed.clear()
+    for _ in range(2):
+        cache.sweep_slice(2)
     assert first.changed == set(first.partitions) and second.changed == {TopicPartition("t", 1)}
+
+
+def test_the_sweep_marks_every_partition_within_its_steps_a_slice_per_step():
+    session = FetchSessionCache(slots=10).create(2)
+    assert session is not None
+    session.update([("t", [position(p, 0) for p in range(10)])], ())
+    session.changed.clear()
+    marked: set[TopicPartition] = set()
+    for step in range(4):
+        session.sweep_slice(4)
+        assert len(session.changed) <= 3  # ceil(10 / 4)
+        marked |= session.changed
+        session.changed.clear()
+        if step == 1:
+            forgotten = next(iter(set(session.partitions) - marked))
+            session.update([], [forgotten])  # forgotten before its slice: not marked
+    assert marked == set(session.partitions) and forgotten not in marked
+    session.sweep_slice(4)  # the next sweep starts over
+    assert session.changed
 
 
 def test_a_waiting_fetch_wakes_on_a_change_of_its_partitions_only():

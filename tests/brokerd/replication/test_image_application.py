@@ -113,3 +113,18 @@ def test_a_change_visits_only_the_replicas_of_the_topics_it_changed(tmp_path, mo
         assert len(visited) == 6  # the broker configs changed: every replica is looked at again
 
     run(tmp_path, scenario)
+
+
+def test_followers_left_without_a_leader_get_one_line_per_image(tmp_path, caplog):
+    count = CREATE_OFF_LOOP_MIN_LOGS - 1  # created in place: applied within `set_image`
+    topic = TopicMetadata("x", str(uuid.uuid5(uuid.NAMESPACE_OID, "x")),
+                          tuple(PartitionAssignment(p, -1, 3, (1, 2), (2,), 3) for p in range(count)))
+
+    async def scenario(logs, metadata, replicas):
+        with caplog.at_level("INFO", logger="brokerd.replication.replica_manager"):
+            metadata.set_image(ClusterImage("cluster", 1, BROKERS, {"x": topic}))
+        lines = [r.getMessage() for r in caplog.records if "not fetching" in r.getMessage()]
+        assert lines == [f"metadata version 0: {count} partition(s) without a leader; not fetching them "
+                         "(x-0, x-1, x-2, x-3, x-4, ...)"]
+
+    run(tmp_path, scenario)

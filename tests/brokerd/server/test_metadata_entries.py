@@ -129,6 +129,7 @@ def test_a_one_partition_change_rebuilds_one_topic_of_many():
 
 ANSWER_FORMS = [(0, False), (1, False), (5, False), (9, False), (9, True), (12, False), (12, True)]
 """(request version, operations asked): v8+ can ask for authorized operations, v9+ is flexible (header tags)."""
+EVERY_FORM = [(version, False) for version in range(13)] + [(version, True) for version in range(8, 13)]
 CORRELATION_ID = 7
 
 
@@ -177,10 +178,23 @@ def oracle_frame(version: int, image, operations: bool) -> bytes:
 def test_all_topics_answers_are_the_uncached_frame_and_never_an_older_images(body, _rebuilt):
     before = parse_image(snapshot())
     after = apply_body(before, body)
-    for version, operations in ANSWER_FORMS:
+    for version, operations in EVERY_FORM:
         for image in (before, after, before):  # each image's body is asked right after the other's was kept
             frame, _ = served_frame(version, image, operations)
             assert frame == oracle_frame(version, image, operations), (version, operations, image is after)
+
+
+@pytest.mark.usefixtures("fresh_caches")
+def test_a_new_images_body_encodes_only_the_changed_topics_entries():
+    image = parse_image(snapshot())
+    served_frame(12, image, True)
+    key = (context(12).response, TOPIC_OPERATIONS)
+    kept = {name: forms.encoded[key] for name, forms in topic_metadata._entries._topics.items()}
+    moved = apply_body(image, delta(partitions("a", partition(1, leader=2))))
+    frame, _ = served_frame(12, moved, True)
+    assert frame == oracle_frame(12, moved, True)
+    again = {name: forms.encoded[key] for name, forms in topic_metadata._entries._topics.items()}
+    assert [name for name in again if again[name] is not kept[name]] == ["a"]  # the same bytes objects for b, c
 
 
 @pytest.mark.usefixtures("fresh_caches")

@@ -20,11 +20,15 @@ def delta(since: int, version: int, *records: dict, cluster_id: str = "c1") -> d
             "metadata_version": version, "records": list(records)}
 
 
-def partition(index: int, leader: int = 2, topic: str = "t", topic_id: str = TOPIC_ID) -> dict:
-    """A partitions record of one partition."""
-    return {"type": "partitions", "topic": topic, "topic_id": topic_id, "partitions": [
-        {"partition": index, "replicas": [1, 2, 3], "isr": [2, 3], "leader": leader, "leader_epoch": 5,
-         "partition_epoch": 8}]}
+def partition(index: int, leader: int | None = 2, topic: str = "t", topic_id: str = TOPIC_ID,
+              objects: bool = False) -> dict:
+    """A partition_rows record of one partition (`objects`: the `partitions` record of changes recorded before)."""
+    if objects:
+        return {"type": "partitions", "topic": topic, "topic_id": topic_id, "partitions": [
+            {"partition": index, "replicas": [1, 2, 3], "isr": [2, 3], "leader": leader, "leader_epoch": 5,
+             "partition_epoch": 8}]}
+    return {"type": "partition_rows", "topic": topic, "topic_id": topic_id,
+            "rows": [[index, [1, 2, 3], [2, 3], leader, 5, 8, [], []]]}
 
 
 def broker(broker_id: int, state: str = "running") -> dict:
@@ -46,6 +50,9 @@ BASE = parse_image(image(1))
     ([{"type": "topic_removed", "name": "t", "topic_id": TOPIC_ID}], lambda img: "t" not in img.topics),
     ([{"type": "topic_removed", "name": "t", "topic_id": OTHER_ID}], lambda img: "t" in img.topics),
     ([partition(0)], lambda img: (img.partition("t", 0).leader_id, img.partition("t", 0).isr) == (2, (2, 3))),
+    ([partition(0, objects=True)], lambda img: img.partition("t", 0) == apply_body(BASE, delta(1, 2, partition(0)))
+     .partition("t", 0) and img.partition("t", 0).partition_epoch == 8),
+    ([partition(1, objects=True), partition(2)], lambda img: len(img.topics["t"].partitions) == 3),
     ([partition(1), partition(2, leader=None)], lambda img: img.partition("t", 2).leader_id == -1),
     # re-created under the same name: the old partitions go, the new ones follow
     ([{"type": "topic", "name": "t", "topic_id": OTHER_ID, "configs": {}}, partition(0, topic_id=OTHER_ID)],
@@ -69,6 +76,8 @@ def test_an_empty_delta_only_moves_the_version():
     (delta(0, 0), "to 0"),  # older than the image
     (delta(1, 2, partition(2)), "after 1 partitions"),  # a gap in the partition indexes
     (delta(1, 2, {"type": "feature_level"}), "unknown metadata record"),
+    (delta(1, 2, {"type": "partition_rows", "topic": "t", "topic_id": TOPIC_ID, "rows": [[0, 1, [1], 1, 5, 8]]}),
+     "malformed partition row"),
     (delta(1, 2, cluster_id="other"), "cluster"),
 ])
 def test_a_delta_that_does_not_apply_is_refused(body, reason):

@@ -8,6 +8,7 @@ host a replica of every partition. Then broker 1 is fenced as the controller doe
 ISR loses it, a third of the partitions get a new leader), and broker 2's store catches up exactly as in a cluster:
 `GET /metadata/changes?since=N` over HTTP from a server thread serving the control plane's body for it
 (`changelog.catch_up`), decoded, applied to the image, and handed to the listeners (the replica manager's roles).
+No other broker runs: the replica fetchers are not started, and the ISR check (a loop hold of its own) is off.
 
 Printed: the body's size, each stage's time (HTTP + JSON decode, `apply_body`, the listeners), the loop steps while
 the change was applied (a task yielding the loop between samples: their count, the longest and the sum, so garbage
@@ -99,6 +100,7 @@ class _LoopSteps:
 async def _broker(logs_dir: Path, url: str, first_version: int, victim: int) -> dict:
     from brokerd.clock import ManualClock
     from brokerd.metadata.cluster import ClusterMetadataStore, ClusterSettings
+    from brokerd.replication.fetcher import ReplicaFetcher
     from brokerd.replication.replica_manager import ReplicaManager
     from brokerd.storage import LogManager
 
@@ -110,8 +112,10 @@ async def _broker(logs_dir: Path, url: str, first_version: int, victim: int) -> 
     started = time.perf_counter()
     await store._refresh()  # the snapshot of `first_version`
     assert store.image.metadata_version == first_version
+    ReplicaFetcher.start = lambda self: None  # no other broker: the fetchers stay idle
     replicas = ReplicaManager(logs, store, SURVIVOR, clock=ManualClock())
     replicas.start()
+    replicas._isr_task.cancel()  # the ISR check's pass over every replica is another loop hold, not measured here
     while replicas._creating or replicas._creations:
         await asyncio.sleep(0.05)
     figures["setup_s"] = time.perf_counter() - started
@@ -122,9 +126,11 @@ async def _broker(logs_dir: Path, url: str, first_version: int, victim: int) -> 
     collections = _Collections()
     gc.callbacks.append(collections)
     stages: dict[str, float] = {}
-    apply_body = sys.modules["brokerd.metadata.cluster"].apply_body
-    timed_apply = _timed(apply_body, stages, "apply_body")
-    sys.modules["brokerd.metadata.cluster"].apply_body = timed_apply
+    cluster = sys.modules["brokerd.metadata.cluster"]
+    timed = {name: getattr(cluster, name) for name in ("apply_body", "decode_yielding", "decode_body")
+             if hasattr(cluster, name)}  # what this tree has (before: decoded by the HTTP client)
+    for name, fn in timed.items():
+        setattr(cluster, name, _timed(fn, stages, name))
     store._listeners[:] = [_timed(listener, stages, "listeners") for listener in store._listeners]
     profiler = cProfile.Profile() if PROFILE else None
     try:
@@ -134,15 +140,16 @@ async def _broker(logs_dir: Path, url: str, first_version: int, victim: int) -> 
             if profiler:
                 profiler.enable()
             await store._refresh()  # the delta of the fence
-            while replicas._creating or replicas._creations:  # role slices still running, if any
-                await asyncio.sleep(0)
+            while replicas._creating or replicas._creations or getattr(replicas, "_queued", None):
+                await asyncio.sleep(0)  # role slices still running (in a tree that has them)
             if profiler:
                 profiler.disable()
             figures["catch_up_ms"] = 1000 * (time.perf_counter() - started)
             await asyncio.sleep(0)
     finally:
         gc.callbacks.remove(collections)
-        sys.modules["brokerd.metadata.cluster"].apply_body = apply_body
+        for name, fn in timed.items():
+            setattr(cluster, name, fn)
     assert not any(p.leader_id == victim for t in store.image.topics.values() for p in t.partitions)
     led = [p for p in replicas.partitions() if p.is_leader]
     assert all(victim not in p.isr for p in replicas.partitions())
@@ -172,6 +179,7 @@ def _timed(fn, stages: dict[str, float], name: str):
 
 def main() -> int:
     sys.path[:0] = [str(REPO_ROOT), str(REPO_ROOT / "platform")]
+    sys.setswitchinterval(0.001)  # as `python -m brokerd` sets it (SWITCH_INTERVAL_S)
     scratch = "/dev/shm" if os.path.isdir("/dev/shm") else None
     with tempfile.TemporaryDirectory(prefix="strom-bench-failover-", dir=scratch) as var_dir:
         setup_django(var_dir)
@@ -198,9 +206,10 @@ def main() -> int:
           f"{figures['replicas']:,} replicas catches up with broker {victim}'s fence; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     print(f"  the fence's body: {len(bodies[str(first)]):,} bytes (snapshot {len(bodies['']):,})")
-    print(f"  catch-up, request to roles applied: {figures['catch_up_ms']:.0f} ms "
-          f"(apply_body {figures.get('apply_body_ms', 0):.0f} ms, listeners {figures.get('listeners_ms', 0):.0f} ms; "
-          f"the rest: HTTP and JSON decode)")
+    stages = ", ".join(f"{name[:-3]} {figures[name]:.0f} ms" for name in (
+        "decode_yielding_ms", "decode_body_ms", "apply_body_ms", "listeners_ms") if figures.get(name, 0) >= 0.5)
+    print(f"  catch-up, request to every role applied: {figures['catch_up_ms']:.0f} ms ({stages}; the listeners' "
+          f"queued slices, HTTP and decoding not listed are the rest)")
     print(f"  loop steps meanwhile: {figures['steps']}, longest {figures['longest_step_ms']:.0f} ms, "
           f"{figures['steps_over_100ms']} over 100 ms, sum {figures['steps_sum_ms']:.0f} ms")
     print(f"  leaderships here: {figures['led_before']:,} -> {figures['led_after']:,}; garbage collections of 20 ms "

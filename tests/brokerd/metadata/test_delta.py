@@ -3,11 +3,16 @@ topic's partitions, an unknown record), and the store falling back to a snapshot
 against the full image as oracle, is tests/controlplane/cluster/test_changelog.py."""
 
 import asyncio
+import gc
+import json
+import threading
 
 import pytest
 
-from brokerd.metadata.cluster import ClusterMetadataStore, apply_body, parse_image
+from brokerd.metadata import cluster
+from brokerd.metadata.cluster import ClusterMetadataStore, apply_body, image_off_loop, parse_image
 from brokerd.metadata.delta import DeltaGapError
+from brokerd.metadata.errors import ControlPlaneError
 
 from .test_cluster import FakePlane, image, settings, until
 
@@ -135,3 +140,46 @@ def test_the_store_applies_deltas_and_falls_back_to_a_snapshot(plane):
             await store.stop()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    (delta(1, 2, partition(0, leader=3)), apply_body(BASE, delta(1, 2, partition(0, leader=3)))),
+    ({"type": "snapshot", **image(9, leader=3)}, parse_image(image(9, leader=3))),
+    (delta(1, 1), None),  # nothing new
+])
+def test_an_answer_decoded_off_the_loop_gives_the_image_decoded_in_place(answer, expected):
+    assert image_off_loop(BASE, json.dumps(answer, indent=1).encode()) == expected
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize("raw", [b'{"type": "delta", "since": 1', b"[]"])
+def test_a_malformed_answer_decoded_off_the_loop_is_an_error_and_collection_resumes(raw):
+    with pytest.raises(ControlPlaneError):
+        image_off_loop(BASE, raw)
+    assert gc.isenabled()
+
+
+def test_a_large_answer_is_decoded_and_applied_on_a_worker_thread(plane, monkeypatch):
+    monkeypatch.setattr(cluster, "DECODE_OFF_LOOP_MIN_BYTES", 0)
+    on_loop_thread = []
+    applied = cluster.apply_body
+
+    def recording(image, body):
+        on_loop_thread.append(threading.current_thread() is threading.main_thread())
+        return applied(image, body)
+
+    monkeypatch.setattr(cluster, "apply_body", recording)
+
+    async def scenario():
+        store = ClusterMetadataStore(settings(plane.url))
+        await store.start()
+        try:
+            plane.deltas[1] = delta(1, 2, partition(0, leader=3))
+            plane.publish({**image(2, leader=3), "topics": []})  # the snapshot differs: the delta must be used
+            await until(lambda: store.image.metadata_version == 2)
+            assert store.image.partition("t", 0).leader_id == 3
+        finally:
+            await store.stop()
+
+    asyncio.run(scenario())
+    assert on_loop_thread and not any(on_loop_thread)  # the first snapshot and the delta, both off the loop

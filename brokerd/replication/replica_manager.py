@@ -367,10 +367,11 @@ class ReplicaManager:
     def _apply(self, image: ClusterImage, previous: ClusterImage | None = None, sliced: bool = False) -> None:
         """Every replica in the role `image` gives it; with `previous` (the image applied before), only the
         replicas of the topics that changed are visited: a one-partition change costs O(topics), not
-        O(partitions). `sliced` (an image arriving while serving): the topics to visit are taken about
+        O(partitions). `sliced` (an image arriving while serving): the topics held here are visited about
         `ROLE_SLICE_REPLICAS` partitions at a time, the first slice now, the others one per loop step
         (`_apply_queued`), each in the image current at its step — a failover changing every partition never
-        holds the loop for the whole pass (100,000 replicas: seconds).
+        holds the loop for the whole pass (100,000 replicas: seconds); new topics all now, in one batch of logs
+        to create (their replicas take their roles in `_create_off_loop`'s slices).
 
         Invariants: a queued topic's replicas keep the role they had until its slice gives them the newest
         image's (never an older one: every slice reads the current image), as a broker the image has not
@@ -396,8 +397,9 @@ class ReplicaManager:
             visits.update((name, max(count, visits.get(name, 0))) for name, count in self._queued.items())
             self._queued.clear()
             led, followed = self._apply_topics(image, visits)
-        else:
-            first = self._next_slice(visits, image)
+        else:  # topics new here at once: visiting them only registers their logs for `_create_off_loop`
+            first = {name: visits.pop(name) for name in [name for name in visits if name not in self._topic_ids]}
+            first.update(self._next_slice(visits, image))
             for name, count in visits.items():
                 self._queued[name] = max(count, self._queued.get(name, 0))
             for name in first:

@@ -376,8 +376,10 @@ class ReplicaManager:
         Invariants: a queued topic's replicas keep the role they had until its slice gives them the newest
         image's (never an older one: every slice reads the current image), as a broker the image has not
         reached yet would; an image arriving meanwhile queues its changed topics behind them and applies its
-        own first slice at once, so a small change is never held up by a large one."""
-        self._fenced = frozenset(b.node_id for b in image.brokers if b.fenced)
+        own first slice at once, so a small change is never held up by a large one. The brokers the ISR check
+        takes as fenced follow only once nothing is queued: a queued leader's ISR still holds the broker its fence
+        removed, and proposing it out would be refused (a stale partition epoch) for thousands of partitions."""
+        fenced = frozenset(b.node_id for b in image.brokers if b.fenced)
         own, default = image.broker_configs.get(str(self.node_id), {}), image.broker_configs.get("default", {})
         for quota, rate, replicas in ((self.follower_quota, throttles.FOLLOWER_RATE, throttles.FOLLOWER_REPLICAS),
                                       (self.leader_quota, throttles.LEADER_RATE, throttles.LEADER_REPLICAS)):
@@ -408,6 +410,8 @@ class ReplicaManager:
             if self._queued and (self._role_slicer is None or self._role_slicer.done()):
                 self._role_slicer = asyncio.get_running_loop().create_task(self._apply_queued(), name="apply-roles")
         self._apply_incomplete = False
+        if not self._queued:
+            self._fenced = fenced
         if self._role_slicer is not None and not self._role_slicer.done():
             self._queued_roles = (self._queued_roles[0] + led, self._queued_roles[1] + followed)
         else:
@@ -443,6 +447,7 @@ class ReplicaManager:
             except Exception:  # noqa: BLE001 - the next image visits every replica again, in full
                 log.exception("giving the replicas of %d topics their roles failed", len(visits))
                 self._apply_incomplete = True
+        self._fenced = frozenset(b.node_id for b in self._metadata.image.brokers if b.fenced)
         self._log_roles(self._metadata.image, *self._queued_roles)
         self._queued_roles = (0, 0)
 

@@ -167,3 +167,21 @@ def test_an_acks_all_append_on_a_leadership_a_queued_slice_takes_away_is_never_a
             assert not replicas.replica(last, led).is_leader
 
     asyncio.run(main())
+
+
+def test_the_isr_check_proposes_nothing_for_the_fenced_broker_while_the_fence_is_queued(tmp_path):
+    """The fence already took broker 3 out of every ISR; a queued leader still holding it must not propose that
+    (refused for its stale partition epoch, for thousands of partitions), nor may an applied one."""
+    async def main():
+        async with broker(tmp_path) as (_, metadata, replicas):
+            await hosting(metadata, replicas)
+            metadata.set_image(FENCE)
+            while not replicas._role_slicer.done():
+                replicas.maybe_shrink_isr()
+                assert not [p for p in replicas._partitions.values() if p.pending_isr is not None]
+                await asyncio.sleep(0)
+            assert replicas._fenced == {3}  # once every slice is applied
+            return roles(replicas)
+
+    assert asyncio.run(main()) == {(name, p.partition): (p.leader_id == 1, p.leader_id, p.leader_epoch, p.isr)
+                                   for name in NAMES for p in FENCE.topics[name].partitions}

@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -72,6 +73,11 @@ ROLE_SLICE_REPLICAS = 256
 (`_create_off_loop`): measured 6-9 ms a step on a loaded 2-core machine, so 10,000 new replicas (40 steps) never
 hold the loop, and with it the broker's heartbeat, for seconds (one pass over them all held it 1-5 s). A change to
 replicas already here goes by whole topics of about this many partitions per step (`_apply`)."""
+
+ROLE_STEP_MS = 40
+"""A loop step of `_apply_queued` applies slices for up to this many milliseconds of wall time: one slice per step
+made a failover's 100,000 role changes take ~17 s on a broker whose loop steps were long with other work (a slice
+costs ~1-4 ms; the replicas a leadership moved to stayed followers, and producers unanswered, that long)."""
 
 AppendOutcome = AppendResult | BrokerError
 """Per entry of `append_records`: where the batch landed, or the error (carrying its Kafka error) that
@@ -433,20 +439,24 @@ class ReplicaManager:
         return taken
 
     async def _apply_queued(self) -> None:
-        """`_apply`'s queued topics, a slice per loop step, each in the image current then; one log line for
-        them all."""
+        """`_apply`'s queued topics, slices per loop step for at most `ROLE_STEP_MS` (at least one slice), each in
+        the image current then; one log line for them all."""
         while self._queued:
-            await asyncio.sleep(0)  # the loop serves (heartbeats, requests, images) between slices
+            await asyncio.sleep(0)  # the loop serves (heartbeats, requests, images) between steps
             if not self._started:
                 return
             image = self._metadata.image
-            visits = self._next_slice(self._queued, image)
-            try:
-                led, followed = self._apply_topics(image, visits)
-                self._queued_roles = (self._queued_roles[0] + led, self._queued_roles[1] + followed)
-            except Exception:  # noqa: BLE001 - the next image visits every replica again, in full
-                log.exception("giving the replicas of %d topics their roles failed", len(visits))
-                self._apply_incomplete = True
+            deadline = time.perf_counter() + ROLE_STEP_MS / 1000
+            while self._queued:
+                visits = self._next_slice(self._queued, image)
+                try:
+                    led, followed = self._apply_topics(image, visits)
+                    self._queued_roles = (self._queued_roles[0] + led, self._queued_roles[1] + followed)
+                except Exception:  # noqa: BLE001 - the next image visits every replica again, in full
+                    log.exception("giving the replicas of %d topics their roles failed", len(visits))
+                    self._apply_incomplete = True
+                if time.perf_counter() >= deadline:
+                    break
         self._fenced = frozenset(b.node_id for b in self._metadata.image.brokers if b.fenced)
         self._log_roles(self._metadata.image, *self._queued_roles)
         self._queued_roles = (0, 0)

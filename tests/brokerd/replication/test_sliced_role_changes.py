@@ -3,7 +3,8 @@ is applied a slice of topics per loop step (`_apply`, about `ROLE_SLICE_REPLICAS
 the oracle of tests/brokerd/replication/test_sliced_role_application.py: whatever image arrives while the slices
 run, the end state equals a fresh replica manager applying the final image in one go. No loop step gives more than
 a slice of replicas their new role, a replica never takes a role older than one it took, and an acks=all append
-waiting on a leader whose leadership a queued slice takes away is never acknowledged."""
+waiting on a leader whose leadership a queued slice takes away is never acknowledged. (`ROLE_STEP_MS` 0: one
+slice per step; a step takes slices for that long.)"""
 
 import asyncio
 import dataclasses
@@ -78,6 +79,7 @@ RACES = {  # what arrives while the fence's slices run, in order
 @pytest.fixture(autouse=True)
 def small_slices(monkeypatch):
     monkeypatch.setattr(replica_manager, "ROLE_SLICE_REPLICAS", SLICE)
+    monkeypatch.setattr(replica_manager, "ROLE_STEP_MS", 0)  # one slice per step
 
 
 def roles(replicas) -> dict:
@@ -181,6 +183,23 @@ def test_the_isr_check_proposes_nothing_for_the_fenced_broker_while_the_fence_is
                 assert not [p for p in replicas._partitions.values() if p.pending_isr is not None]
                 await asyncio.sleep(0)
             assert replicas._fenced == {3}  # once every slice is applied
+            return roles(replicas)
+
+    assert asyncio.run(main()) == {(name, p.partition): (p.leader_id == 1, p.leader_id, p.leader_epoch, p.isr)
+                                   for name in NAMES for p in FENCE.topics[name].partitions}
+
+
+def test_a_step_takes_slices_for_up_to_its_time_budget(tmp_path, monkeypatch):
+    monkeypatch.setattr(replica_manager, "ROLE_STEP_MS", 60_000)
+
+    async def main():
+        async with broker(tmp_path) as (_, metadata, replicas):
+            await hosting(metadata, replicas)
+            metadata.set_image(FENCE)
+            assert replicas._queued
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # the slicer's first step has run: every queued slice within its budget
+            assert not replicas._queued
             return roles(replicas)
 
     assert asyncio.run(main()) == {(name, p.partition): (p.leader_id == 1, p.leader_id, p.leader_epoch, p.isr)

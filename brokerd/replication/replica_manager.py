@@ -440,7 +440,10 @@ class ReplicaManager:
 
     async def _apply_queued(self) -> None:
         """`_apply`'s queued topics, slices per loop step for at most `ROLE_STEP_MS` (at least one slice), each in
-        the image current then; one log line for them all."""
+        the image current then; one log line for them all. Once the queue is empty, every object alive is frozen out
+        of garbage collection (`gc.freeze`, as `_create_off_loop` does): a fence's role changes at 100,000 partitions
+        left ~170,000 new tracked objects (each new leader's follower states), which every full collection walked —
+        the survivors logged 158-223 ms collections right after a failover's roles."""
         while self._queued:
             await asyncio.sleep(0)  # the loop serves (heartbeats, requests, images) between steps
             if not self._started:
@@ -458,6 +461,7 @@ class ReplicaManager:
                 if time.perf_counter() >= deadline:
                     break
         self._fenced = frozenset(b.node_id for b in self._metadata.image.brokers if b.fenced)
+        gc.freeze()  # the new roles' state (each new leader's followers): out of every full collection, as new replicas
         self._log_roles(self._metadata.image, *self._queued_roles)
         self._queued_roles = (0, 0)
 

@@ -8,6 +8,7 @@ slice per step; a step takes slices for that long.)"""
 
 import asyncio
 import dataclasses
+import gc
 
 import pytest
 
@@ -204,3 +205,22 @@ def test_a_step_takes_slices_for_up_to_its_time_budget(tmp_path, monkeypatch):
 
     assert asyncio.run(main()) == {(name, p.partition): (p.leader_id == 1, p.leader_id, p.leader_epoch, p.isr)
                                    for name in NAMES for p in FENCE.topics[name].partitions}
+
+
+def test_the_state_the_slices_created_ends_up_frozen_out_of_gc(tmp_path):
+    async def main():
+        async with broker(tmp_path) as (_, metadata, replicas):
+            await hosting(metadata, replicas)
+            metadata.set_image(FENCE)
+            followers = [p.followers for p in replicas._partitions.values() if p.is_leader]
+            frozen = gc.get_freeze_count()
+            await until(lambda: replicas._role_slicer.done())
+            assert gc.get_freeze_count() > frozen
+            collected = {id(o) for o in gc.get_objects()}  # the collected generations: frozen objects are not there
+            new = [p.followers for p in replicas._partitions.values() if p.is_leader]
+            assert len(new) > len(followers) and not any(id(f) in collected for f in new)
+
+    try:
+        asyncio.run(main())
+    finally:
+        gc.unfreeze()

@@ -24,10 +24,11 @@ re-reads the image once the control plane answered). Event loop only; not thread
 import asyncio
 import contextlib
 import gc
+import json
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -147,6 +148,15 @@ def _controller(brokers: tuple[BrokerEndpoint, ...], proposed: object) -> Broker
     return BrokerId(int(proposed) if proposed in live else (min(live) if live else -1))
 
 
+def _answer(raw: bytes, decode: Callable[[bytes], object]) -> object:
+    """A metadata answer's JSON; ControlPlaneError if it is not JSON (never an image: an answer that is not one
+    must not replace the topics the broker holds)."""
+    try:
+        return decode(raw)
+    except ValueError as exc:
+        raise ControlPlaneError(None, f"the control plane's metadata answer is not JSON: {exc}") from exc
+
+
 def image_after(image: ClusterImage | None, body: object) -> ClusterImage | None:
     """`apply_body`, or None when `body` is a delta bringing nothing newer than `image`."""
     if not isinstance(body, Mapping):
@@ -165,10 +175,7 @@ def image_off_loop(image: ClusterImage | None, raw: bytes) -> ClusterImage | Non
     collecting = gc.isenabled()
     gc.disable()
     try:
-        try:
-            body = decode_yielding(raw)
-        except ValueError as exc:
-            raise ControlPlaneError(None, f"the control plane's metadata answer is not JSON: {exc}") from exc
+        body = _answer(raw, decode_yielding)
         new = image_after(image, body)
         del body
         if new is not None:
@@ -396,7 +403,7 @@ class ClusterMetadataStore:
         failover's change, a snapshot) is decoded and applied on a worker thread (`image_off_loop`), so the event
         loop keeps serving meanwhile."""
         if len(raw) < DECODE_OFF_LOOP_MIN_BYTES:
-            return image_after(self._image, decode_body(raw))
+            return image_after(self._image, _answer(raw, json.loads))
         return await asyncio.to_thread(image_off_loop, self._image, raw)
 
     async def _metadata_loop(self) -> None:

@@ -152,11 +152,25 @@ def test_an_answer_decoded_off_the_loop_gives_the_image_decoded_in_place(answer,
     assert gc.isenabled()
 
 
-@pytest.mark.parametrize("raw", [b'{"type": "delta", "since": 1', b"[]"])
+@pytest.mark.parametrize("raw", [b'{"type": "delta", "since": 1', b"[]", b"<html>Bad gateway</html>"])
 def test_a_malformed_answer_decoded_off_the_loop_is_an_error_and_collection_resumes(raw):
     with pytest.raises(ControlPlaneError):
         image_off_loop(BASE, raw)
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize("raw", [b'{"type": "delta", "since": 1', b"[]", b"<html>Bad gateway</html>"])
+def test_a_small_malformed_answer_is_an_error_not_an_empty_image(monkeypatch, raw):
+    """Decoded in place (under `DECODE_OFF_LOOP_MIN_BYTES`): an answer that is not a JSON object never replaces
+    the image (an empty one would drop every topic's replicas)."""
+    async def scenario():
+        store = ClusterMetadataStore(settings("http://127.0.0.1:9"))
+        store._image = BASE
+        with pytest.raises(ControlPlaneError):
+            await store._image_after(raw)
+        assert store.image is BASE
+
+    asyncio.run(scenario())
 
 
 def test_a_large_answer_is_decoded_and_applied_on_a_worker_thread(plane, monkeypatch):

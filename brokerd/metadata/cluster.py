@@ -23,16 +23,18 @@ re-reads the image once the control plane answered). Event loop only; not thread
 
 import asyncio
 import contextlib
+import gc
+import json
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
 from brokerd.metadata.delta import DeltaGapError, apply_delta, is_delta
 from brokerd.metadata.errors import ControlPlaneError, ControlPlaneUnavailableError, HttpError, MetadataError
-from brokerd.metadata.http import JsonHttpClient
+from brokerd.metadata.http import JsonHttpClient, decode_body, decode_yielding
 from brokerd.metadata.image import (
     BrokerEndpoint,
     ClusterImage,
@@ -47,6 +49,9 @@ from kafkaspec.listeners import InvalidListenerError, parse_listeners
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/internal/v1"
+DECODE_OFF_LOOP_MIN_BYTES = 256 * 1024
+"""A metadata answer this large or larger is decoded and applied on a worker thread (`image_off_loop`); a smaller one
+(~2 ms of decoding) in place."""
 SESSION_HOLD_MS = 30_000
 """How long the control plane holds one session request before the broker opens the next."""
 SECRET_ENV = "STROM_CLUSTER_SECRET"
@@ -141,6 +146,44 @@ def _controller(brokers: tuple[BrokerEndpoint, ...], proposed: object) -> Broker
     """The control plane's `controller_id` if it names a live broker, else the lowest live id (-1: none)."""
     live = [b.node_id for b in brokers if not b.fenced]
     return BrokerId(int(proposed) if proposed in live else (min(live) if live else -1))
+
+
+def _answer(raw: bytes, decode: Callable[[bytes], object]) -> object:
+    """A metadata answer's JSON; ControlPlaneError if it is not JSON (never an image: an answer that is not one
+    must not replace the topics the broker holds)."""
+    try:
+        return decode(raw)
+    except ValueError as exc:
+        raise ControlPlaneError(None, f"the control plane's metadata answer is not JSON: {exc}") from exc
+
+
+def image_after(image: ClusterImage | None, body: object) -> ClusterImage | None:
+    """`apply_body`, or None when `body` is a delta bringing nothing newer than `image`."""
+    if not isinstance(body, Mapping):
+        raise ControlPlaneError(None, "the control plane's metadata answer is not a JSON object")
+    if image is not None and is_delta(body) and body["metadata_version"] <= image.metadata_version:
+        return None
+    return apply_body(image, body)
+
+
+def image_off_loop(image: ClusterImage | None, raw: bytes) -> ClusterImage | None:
+    """`image_after` for a large answer, on a worker thread: decoded an element at a time (`decode_yielding`: the
+    event loop gets the GIL between them) and with garbage collection paused meanwhile, then the new image frozen
+    out of it (`gc.freeze`): a collection holds the GIL, and the 100,000 partitions of an image made each full
+    one walk hundreds of thousands of new objects (40-190 ms each, six of them per failover). The old image's
+    objects are still freed when it goes (a cycle among frozen objects is not reclaimed; an image has none)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        body = _answer(raw, decode_yielding)
+        new = image_after(image, body)
+        del body
+        if new is not None:
+            gc.freeze()
+        return new
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def apply_body(image: ClusterImage | None, body: Mapping) -> ClusterImage:
@@ -249,15 +292,17 @@ class ClusterMetadataStore:
     # --- HTTP ------------------------------------------------------------------------------------------
 
     async def _call(self, method: str, path: str, body: object = None, timeout_ms: int | None = None,
-                    origin: AdminOrigin | None = None, idempotent: bool = False) -> object:
+                    origin: AdminOrigin | None = None, idempotent: bool = False, raw: bool = False) -> object:
+        """The answer's JSON (`raw`: its bytes), or the control plane's error raised."""
         timeout_s = (timeout_ms or self.settings.request_timeout_ms) / 1000
         try:
             response = await self._client.request(method, API_PREFIX + path, body, timeout_s, origin_headers(origin),
-                                                  idempotent=idempotent)
+                                                  idempotent=idempotent, raw=raw)
         except HttpError as exc:
             raise ControlPlaneUnavailableError(f"control plane unreachable: {exc}") from exc
         if response.status >= 400:
-            detail = response.body if isinstance(response.body, dict) else {}
+            answer = decode_body(response.body) if raw else response.body  # type: ignore[arg-type]
+            detail = answer if isinstance(answer, dict) else {}
             if response.status >= 500 and not detail.get("error"):
                 raise ControlPlaneUnavailableError(f"control plane answered {response.status}")
             raise ControlPlaneError(detail.get("error") or ("CLUSTER_AUTHORIZATION_FAILED"
@@ -341,19 +386,25 @@ class ClusterMetadataStore:
         """Catch up with the metadata log: the changes since our version (held up to `wait_ms` until there
         is one), or a snapshot when we hold none, are too far behind, or a delta does not apply."""
         since = "" if self._image is None else f"since={self._image.metadata_version}&"
-        body = await self._call("GET", f"/metadata/changes?{since}wait_ms={wait_ms}",
-                                timeout_ms=wait_ms + self.settings.request_timeout_ms)
-        assert isinstance(body, dict)
-        if self._image is not None and is_delta(body) and body["metadata_version"] <= self._image.metadata_version:
-            return  # nothing new (an empty delta), or an answer overtaken by a concurrent one
+        raw = await self._call("GET", f"/metadata/changes?{since}wait_ms={wait_ms}",
+                               timeout_ms=wait_ms + self.settings.request_timeout_ms, raw=True)
         try:
-            image = apply_body(self._image, body)
+            image = await self._image_after(raw)  # type: ignore[arg-type]
         except DeltaGapError as exc:
             log.warning("metadata delta does not apply (%s); loading a snapshot", exc)
-            snapshot = await self._call("GET", "/metadata/changes", timeout_ms=self.settings.request_timeout_ms)
-            assert isinstance(snapshot, dict)
-            image = parse_image(snapshot)
-        self._apply(image)
+            raw = await self._call("GET", "/metadata/changes", timeout_ms=self.settings.request_timeout_ms, raw=True)
+            image = await self._image_after(raw)  # type: ignore[arg-type]
+        if image is not None:
+            self._apply(image)
+
+    async def _image_after(self, raw: bytes) -> ClusterImage | None:
+        """The image after a `/metadata/changes` answer (`apply_body`); None when it brings nothing new (an empty
+        delta, or one overtaken by a concurrent answer). An answer of `DECODE_OFF_LOOP_MIN_BYTES` or more (a
+        failover's change, a snapshot) is decoded and applied on a worker thread (`image_off_loop`), so the event
+        loop keeps serving meanwhile."""
+        if len(raw) < DECODE_OFF_LOOP_MIN_BYTES:
+            return image_after(self._image, _answer(raw, json.loads))
+        return await asyncio.to_thread(image_off_loop, self._image, raw)
 
     async def _metadata_loop(self) -> None:
         backoff = self.settings.retry_backoff_ms

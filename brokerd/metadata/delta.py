@@ -10,7 +10,8 @@ Rules (each enforced here, each a `DeltaGapError` when violated, after which the
 * a delta from N to V applies to an image of any version in N..V: records are whole new states and the delta
   holds every one changed after N, so applying it to an image newer than N (e.g. one a concurrent request
   already moved on) also gives version V;
-* a partitions record (a topic's changed partitions) applies only to the topic of that name *and id* (one of
+* a `partition_rows` record (a topic's changed partitions; `partitions`, the same as objects, in changes recorded
+  before it) applies only to the topic of that name *and id* (one of
   a topic since removed or re-created is skipped); a topic record with an id the image does not hold under
   that name replaces the topic (an empty partition list, which the partitions records that follow fill);
 * partition indexes of a topic stay 0..n-1: a record may replace a partition or append the next index; a
@@ -20,12 +21,12 @@ Cost: O(records + topics) per delta (the topics mapping is copied; untouched top
 O(partitions).
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from brokerd.metadata.image import BrokerEndpoint, ClusterImage, PartitionAssignment, TopicMetadata
-from brokerd.types import BrokerId
+from brokerd.types import BrokerId, LeaderEpoch, PartitionEpoch
 
-__all__ = ("DeltaGapError", "apply_delta", "is_delta")
+__all__ = ("DeltaGapError", "apply_delta", "is_delta", "parse_row")
 
 
 class DeltaGapError(Exception):
@@ -69,7 +70,10 @@ def apply_delta(image: ClusterImage, body: Mapping, *, parse_broker: Callable[[M
                 partitions.pop(record["name"], None)
         elif kind == "topic":
             _apply_topic(topics, partitions, record)
-        elif kind == "partitions":
+        elif kind == "partition_rows":
+            for row in record["rows"]:
+                _apply_partition(topics, partitions, parse_row(row), record)
+        elif kind == "partitions":  # what the control plane recorded before `partition_rows`
             for entry in record["partitions"]:
                 _apply_partition(topics, partitions, parse_partition(entry), record)
         else:
@@ -81,6 +85,18 @@ def apply_delta(image: ClusterImage, body: Mapping, *, parse_broker: Callable[[M
     return ClusterImage(cluster_id=image.cluster_id,
                         controller_id=choose_controller(ordered, body.get("controller_id", image.controller_id)),
                         brokers=ordered, topics=topics, metadata_version=version, broker_configs=broker_configs)
+
+
+def parse_row(row: Sequence) -> PartitionAssignment:
+    """A `partition_rows` record's row: [partition, replicas, isr, leader (None: none), leader_epoch,
+    partition_epoch, adding_replicas, removing_replicas] (the last two are the control plane's)."""
+    try:
+        partition, replicas, isr, leader, leader_epoch, partition_epoch = row[:6]
+        return PartitionAssignment(int(partition), BrokerId(-1 if leader is None else int(leader)),
+                                   LeaderEpoch(int(leader_epoch)), tuple(map(int, replicas)), tuple(map(int, isr)),
+                                   PartitionEpoch(int(partition_epoch)))
+    except (TypeError, ValueError) as exc:
+        raise DeltaGapError(f"malformed partition row {row!r}") from exc
 
 
 def _configs(record: Mapping) -> dict[str, str]:

@@ -4,7 +4,8 @@ and the one entry point for appends (Kafka's `ReplicaManager`).
 On every image (and at start) each partition this broker is a replica of gets a `Partition` (its log is
 opened or created; the new logs of an image are created in one batch, a large one off the event loop, see
 `CREATE_OFF_LOOP_MIN_LOGS`, their replicas then taking their roles a slice per loop step,
-`ROLE_SLICE_REPLICAS`) and becomes leader or follower at the image's leader epoch: a new leader stops
+`ROLE_SLICE_REPLICAS`) and becomes leader or follower at the image's leader epoch (a change to many replicas,
+e.g. a broker's fence, a slice of topics per loop step: `_apply`): a new leader stops
 fetching and wakes its acks=all waiters; a new follower joins the `ReplicaFetcher` of its leader's
 broker (truncating first). Topics that leave the image lose their logs. ISR health is checked every
 `ISR_CHECK_INTERVAL_MS`: ISR followers not caught up for `replica.lag.time.max.ms`, or whose broker the
@@ -29,6 +30,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -74,7 +76,13 @@ time on the loop; what a small topic costs), so a client of a new small topic fi
 ROLE_SLICE_REPLICAS = 256
 """Replicas whose logs were created off the loop take their roles at most this many per event-loop step
 (`_create_off_loop`): measured 6-9 ms a step on a loaded 2-core machine, so 10,000 new replicas (40 steps) never
-hold the loop, and with it the broker's heartbeat, for seconds (one pass over them all held it 1-5 s)."""
+hold the loop, and with it the broker's heartbeat, for seconds (one pass over them all held it 1-5 s). A change to
+replicas already here goes by whole topics of about this many partitions per step (`_apply`)."""
+
+ROLE_STEP_MS = 40
+"""A loop step of `_apply_queued` applies slices for up to this many milliseconds of wall time: one slice per step
+made a failover's 100,000 role changes take ~17 s on a broker whose loop steps were long with other work (a slice
+costs ~1-4 ms; the replicas a leadership moved to stayed followers, and producers unanswered, that long)."""
 
 LEADERLESS_NAMED = 5
 """Partitions named in the one line an image's leaderless followers get (`_log_roles`); the rest are counted."""
@@ -130,7 +138,16 @@ class ReplicaManager:
         """Replicas whose logs a worker thread is creating (`_create_off_loop`): no `Partition` yet."""
         self._creations: set[asyncio.Task] = set()
         self._apply_incomplete = False
-        """The last `_apply` raised: the next one visits every replica, not only the changed topics'."""
+        """An application of an image (or a slice of one) raised: the next one visits every replica, not only the
+        changed topics'."""
+        self._queued: dict[str, int] = {}
+        """Topics whose replicas `_apply_queued` is to give their roles (see `_apply`), with how many partitions
+        each had in the images applied before."""
+        self._role_slicer: asyncio.Task | None = None
+        self._created_slices = asyncio.Lock()
+        """Held by a `_create_off_loop` while its replicas take their roles: batches take turns."""
+        self._queued_roles = (0, 0)
+        """Leaderships and followerships taken by the slices of the queue so far (logged in one line)."""
         self._started = False
         self._role_listeners: list[Callable[[], None]] = []
         self._leaderless: list[TopicPartition] = []
@@ -157,6 +174,9 @@ class ReplicaManager:
     async def stop(self) -> None:
         self._started = False
         await asyncio.gather(*self._creations, return_exceptions=True)  # the logs stay, for the next start
+        if self._role_slicer is not None:  # it ends at its next step; the next start applies the image in full
+            await asyncio.gather(self._role_slicer, return_exceptions=True)
+        self._queued.clear()
         if self._isr_task is not None:
             self._isr_task.cancel()
             await asyncio.gather(self._isr_task, return_exceptions=True)
@@ -381,7 +401,7 @@ class ReplicaManager:
 
     def _on_metadata_change(self, old: ClusterImage, new: ClusterImage) -> None:
         if self._started:
-            self._apply(new, None if self._apply_incomplete else old)
+            self._apply(new, None if self._apply_incomplete else old, sliced=True)
 
     def _changed_topics(self, previous: ClusterImage | None, image: ClusterImage) -> list[str] | None:
         """The topics whose replicas `image` may give another state than `previous` (the image applied before):
@@ -402,36 +422,113 @@ class ReplicaManager:
                                if not p.is_leader and p.leader_id in moved)
         return sorted(changed)
 
-    def _apply(self, image: ClusterImage, previous: ClusterImage | None = None) -> None:
+    def _apply(self, image: ClusterImage, previous: ClusterImage | None = None, sliced: bool = False) -> None:
         """Every replica in the role `image` gives it; with `previous` (the image applied before), only the
         replicas of the topics that changed are visited: a one-partition change costs O(topics), not
-        O(partitions)."""
-        self._apply_topics(image, self._changed_topics(previous, image), previous)
+        O(partitions). `sliced` (an image arriving while serving): the topics held here are visited about
+        `ROLE_SLICE_REPLICAS` partitions at a time, the first slice now, the others one per loop step
+        (`_apply_queued`), each in the image current at its step — a failover changing every partition never
+        holds the loop for the whole pass (100,000 replicas: seconds); new topics all now, in one batch of logs
+        to create (their replicas take their roles in `_create_off_loop`'s slices).
 
-    def _apply_topics(self, image: ClusterImage, changed: list[str] | None, previous: ClusterImage | None) -> None:
-        """`_apply` over the replicas of the `changed` topics (None: every replica); `previous` says which
-        partitions a changed topic had (those of a topic gone from `image` are dropped). Replicas still in
-        `_creating` are left to `_create_off_loop`."""
-        still_incomplete = self._apply_incomplete and changed is not None  # only a full pass clears it
-        self._apply_incomplete = True  # until the end: an application cut short by an error is redone in full
-        self._fenced = frozenset(b.node_id for b in image.brokers if b.fenced)
+        Invariants: a queued topic's replicas keep the role they had until its slice gives them the newest
+        image's (never an older one: every slice reads the current image), as a broker the image has not
+        reached yet would; an image arriving meanwhile queues its changed topics behind them and applies its
+        own first slice at once, so a small change is never held up by a large one. The brokers the ISR check
+        takes as fenced follow only once nothing is queued: a queued leader's ISR still holds the broker its fence
+        removed, and proposing it out would be refused (a stale partition epoch) for thousands of partitions."""
+        fenced = frozenset(b.node_id for b in image.brokers if b.fenced)
         own, default = image.broker_configs.get(str(self.node_id), {}), image.broker_configs.get("default", {})
         for quota, rate, replicas in ((self.follower_quota, throttles.FOLLOWER_RATE, throttles.FOLLOWER_REPLICAS),
                                       (self.leader_quota, throttles.LEADER_RATE, throttles.LEADER_REPLICAS)):
             quota.configure(throttles.rate(rate, own, default), {
                 name: throttles.throttled_partitions(topic.configs[replicas], self.node_id)
                 for name, topic in image.topics.items() if topic.configs.get(replicas)})
-        if changed is None:
-            candidates = list(self._partitions)
+        changed = self._changed_topics(previous, image)
+        if changed is None:  # every topic of the image, and every one held here
+            visits = {name: 0 for name in (*image.topics, *self._topic_ids)}
+            for key in self._partitions:
+                visits[key.topic] = max(visits.get(key.topic, 0), key.partition + 1)
         else:  # the replicas of a changed topic, as `previous` had them
-            candidates = [TopicPartition(name, index) for name in changed if name in previous.topics  # type: ignore[union-attr]
-                          for index in range(len(previous.topics[name].partitions))]  # type: ignore[union-attr]
-        for key in candidates:
-            topic = image.topics.get(key.topic)
-            if key in self._partitions and (topic is None or topic.topic_id != self._topic_ids.get(key.topic)):
-                self._drop(key, delete_log=True)
-        topics = image.topics if changed is None else {name: image.topics[name] for name in changed
-                                                       if name in image.topics}
+            visits = {name: len(previous.topics[name].partitions) if name in previous.topics else 0  # type: ignore[union-attr]
+                      for name in changed}
+        self._apply_incomplete = True  # until applied: an application cut short by an error is redone in full
+        if not sliced:
+            visits.update((name, max(count, visits.get(name, 0))) for name, count in self._queued.items())
+            self._queued.clear()
+            led, followed = self._apply_topics(image, visits)
+        else:  # topics new here at once: visiting them only registers their logs for `_create_off_loop`
+            first = {name: visits.pop(name) for name in [name for name in visits if name not in self._topic_ids]}
+            first.update(self._next_slice(visits, image))
+            for name, count in visits.items():
+                self._queued[name] = max(count, self._queued.get(name, 0))
+            for name in first:
+                first[name] = max(first[name], self._queued.pop(name, 0))
+            led, followed = self._apply_topics(image, first)
+            if self._queued and (self._role_slicer is None or self._role_slicer.done()):
+                self._role_slicer = asyncio.get_running_loop().create_task(self._apply_queued(), name="apply-roles")
+        self._apply_incomplete = False
+        if not self._queued:
+            self._fenced = fenced
+        if self._role_slicer is not None and not self._role_slicer.done():
+            self._queued_roles = (self._queued_roles[0] + led, self._queued_roles[1] + followed)
+        else:
+            self._log_roles(image, led, followed)
+
+    def _next_slice(self, visits: dict[str, int], image: ClusterImage) -> dict[str, int]:
+        """Take topics out of `visits` (in order) until they hold `ROLE_SLICE_REPLICAS` partitions (at least one
+        topic)."""
+        taken: dict[str, int] = {}
+        size = 0
+        for name in visits:
+            if taken and size >= ROLE_SLICE_REPLICAS:
+                break
+            topic = image.topics.get(name)
+            taken[name] = visits[name]
+            size += max(visits[name], len(topic.partitions) if topic is not None else 0) + 1
+        for name in taken:
+            del visits[name]
+        return taken
+
+    async def _apply_queued(self) -> None:
+        """`_apply`'s queued topics, slices per loop step for at most `ROLE_STEP_MS` (at least one slice), each in
+        the image current then; one log line for them all. Once the queue is empty, every object alive is frozen out
+        of garbage collection (`gc.freeze`, as `_create_off_loop` does): a fence's role changes at 100,000 partitions
+        left ~170,000 new tracked objects (each new leader's follower states), which every full collection walked —
+        the survivors logged 158-223 ms collections right after a failover's roles."""
+        while self._queued:
+            await asyncio.sleep(0)  # the loop serves (heartbeats, requests, images) between steps
+            if not self._started:
+                return
+            image = self._metadata.image
+            deadline = time.perf_counter() + ROLE_STEP_MS / 1000
+            while self._queued:
+                visits = self._next_slice(self._queued, image)
+                try:
+                    led, followed = self._apply_topics(image, visits)
+                    self._queued_roles = (self._queued_roles[0] + led, self._queued_roles[1] + followed)
+                except Exception:  # noqa: BLE001 - the next image visits every replica again, in full
+                    log.exception("giving the replicas of %d topics their roles failed", len(visits))
+                    self._apply_incomplete = True
+                if time.perf_counter() >= deadline:
+                    break
+        self._fenced = frozenset(b.node_id for b in self._metadata.image.brokers if b.fenced)
+        gc.freeze()  # the new roles' state (each new leader's followers): out of every full collection, as new replicas
+        self._log_roles(self._metadata.image, *self._queued_roles)
+        self._queued_roles = (0, 0)
+
+    def _apply_topics(self, image: ClusterImage, visits: Mapping[str, int]) -> tuple[int, int]:
+        """The replicas of the topics `visits` names in the role `image` gives them, `visits[name]` saying how
+        many partitions the topic had in the images applied before (those of a topic gone from `image`, or
+        re-created under a new id, are dropped). Replicas still in `_creating` are left to `_create_off_loop`.
+        Returns how many became leaders and followers."""
+        for name, count in visits.items():
+            topic = image.topics.get(name)
+            if topic is None or topic.topic_id != self._topic_ids.get(name):
+                for index in range(count):
+                    if TopicPartition(name, index) in self._partitions:
+                        self._drop(TopicPartition(name, index), delete_log=True)
+        topics = {name: image.topics[name] for name in visits if name in image.topics}
         new_logs = self._open_logs(topics)
         led = followed = 0
         for name, topic in topics.items():
@@ -461,16 +558,16 @@ class ReplicaManager:
                     led += self._become_leader(partition, assignment)
                 else:
                     followed += self._become_follower(partition, assignment, image.broker(assignment.leader_id))
-        for topic_name in [t for t in self._topic_ids if t not in image.topics]:
-            del self._topic_ids[topic_name]
-            self.topic_metrics.retire(topic_name)
-            self._topic_configs.pop(topic_name, None)
-            self._min_isr.pop(topic_name, None)
+        for name in visits:
+            if name not in image.topics and name in self._topic_ids:
+                del self._topic_ids[name]
+                self.topic_metrics.retire(name)
+                self._topic_configs.pop(name, None)
+                self._min_isr.pop(name, None)
         self._stop_idle_fetchers()
-        self._log_roles(image, led, followed)
-        self._apply_incomplete = still_incomplete
         for listener in self._role_listeners:
             listener()
+        return led, followed
 
     def _log_roles(self, image: ClusterImage, led: int, followed: int) -> None:
         """One line for an application of `image`, whatever the number of replicas it moved (a failover makes a
@@ -538,19 +635,20 @@ class ReplicaManager:
             return
         led = followed = 0
         try:
-            for start in range(0, len(missing), ROLE_SLICE_REPLICAS):
-                if start:
-                    await asyncio.sleep(0)  # the loop serves (heartbeats, requests, images) between slices
-                if not self._started:
-                    return
-                batch = missing[start:start + ROLE_SLICE_REPLICAS]
-                self._creating.difference_update(TopicPartition(new.topic, new.partition) for new in batch)
-                try:
-                    roles = self._apply_created(batch, created)
-                    led, followed = led + roles[0], followed + roles[1]
-                except Exception:  # noqa: BLE001 - the next image visits every replica again, in full
-                    log.exception("giving %d new replicas their roles failed", len(batch))
-                    self._apply_incomplete = True
+            async with self._created_slices:  # one batch's slices at a time: never two slices in one loop step
+                for start in range(0, len(missing), ROLE_SLICE_REPLICAS):
+                    if start:
+                        await asyncio.sleep(0)  # the loop serves (heartbeats, requests, images) between slices
+                    if not self._started:
+                        return
+                    batch = missing[start:start + ROLE_SLICE_REPLICAS]
+                    self._creating.difference_update(TopicPartition(new.topic, new.partition) for new in batch)
+                    try:
+                        roles = self._apply_created(batch, created)
+                        led, followed = led + roles[0], followed + roles[1]
+                    except Exception:  # noqa: BLE001 - the next image visits every replica again, in full
+                        log.exception("giving %d new replicas their roles failed", len(batch))
+                        self._apply_incomplete = True
             gc.freeze()  # the batch's replicas live as long as their topics: out of every full collection
         finally:
             self._creating.difference_update(TopicPartition(new.topic, new.partition) for new in missing)
@@ -586,8 +684,8 @@ class ReplicaManager:
                 followed += self._become_follower(partition, assignment,  # type: ignore[arg-type]
                                                   image.broker(assignment.leader_id))  # type: ignore[union-attr]
         if redo:
-            self._apply_topics(image, sorted(redo), image)
-            return led, followed  # `_apply_topics` stopped the idle fetchers and told the listeners
+            roles = self._apply_topics(image, {name: len(image.topics[name].partitions) for name in sorted(redo)})
+            return led + roles[0], followed + roles[1]  # `_apply_topics` stopped the idle fetchers, told the listeners
         self._stop_idle_fetchers()
         for listener in self._role_listeners:
             listener()

@@ -3,11 +3,16 @@ topic's partitions, an unknown record), and the store falling back to a snapshot
 against the full image as oracle, is tests/controlplane/cluster/test_changelog.py."""
 
 import asyncio
+import gc
+import json
+import threading
 
 import pytest
 
-from brokerd.metadata.cluster import ClusterMetadataStore, apply_body, parse_image
+from brokerd.metadata import cluster
+from brokerd.metadata.cluster import ClusterMetadataStore, apply_body, image_off_loop, parse_image
 from brokerd.metadata.delta import DeltaGapError
+from brokerd.metadata.errors import ControlPlaneError
 
 from .test_cluster import FakePlane, image, settings, until
 
@@ -20,11 +25,15 @@ def delta(since: int, version: int, *records: dict, cluster_id: str = "c1") -> d
             "metadata_version": version, "records": list(records)}
 
 
-def partition(index: int, leader: int = 2, topic: str = "t", topic_id: str = TOPIC_ID) -> dict:
-    """A partitions record of one partition."""
-    return {"type": "partitions", "topic": topic, "topic_id": topic_id, "partitions": [
-        {"partition": index, "replicas": [1, 2, 3], "isr": [2, 3], "leader": leader, "leader_epoch": 5,
-         "partition_epoch": 8}]}
+def partition(index: int, leader: int | None = 2, topic: str = "t", topic_id: str = TOPIC_ID,
+              objects: bool = False) -> dict:
+    """A partition_rows record of one partition (`objects`: the `partitions` record of changes recorded before)."""
+    if objects:
+        return {"type": "partitions", "topic": topic, "topic_id": topic_id, "partitions": [
+            {"partition": index, "replicas": [1, 2, 3], "isr": [2, 3], "leader": leader, "leader_epoch": 5,
+             "partition_epoch": 8}]}
+    return {"type": "partition_rows", "topic": topic, "topic_id": topic_id,
+            "rows": [[index, [1, 2, 3], [2, 3], leader, 5, 8, [], []]]}
 
 
 def broker(broker_id: int, state: str = "running") -> dict:
@@ -46,6 +55,9 @@ BASE = parse_image(image(1))
     ([{"type": "topic_removed", "name": "t", "topic_id": TOPIC_ID}], lambda img: "t" not in img.topics),
     ([{"type": "topic_removed", "name": "t", "topic_id": OTHER_ID}], lambda img: "t" in img.topics),
     ([partition(0)], lambda img: (img.partition("t", 0).leader_id, img.partition("t", 0).isr) == (2, (2, 3))),
+    ([partition(0, objects=True)], lambda img: img.partition("t", 0) == apply_body(BASE, delta(1, 2, partition(0)))
+     .partition("t", 0) and img.partition("t", 0).partition_epoch == 8),
+    ([partition(1, objects=True), partition(2)], lambda img: len(img.topics["t"].partitions) == 3),
     ([partition(1), partition(2, leader=None)], lambda img: img.partition("t", 2).leader_id == -1),
     # re-created under the same name: the old partitions go, the new ones follow
     ([{"type": "topic", "name": "t", "topic_id": OTHER_ID, "configs": {}}, partition(0, topic_id=OTHER_ID)],
@@ -69,6 +81,8 @@ def test_an_empty_delta_only_moves_the_version():
     (delta(0, 0), "to 0"),  # older than the image
     (delta(1, 2, partition(2)), "after 1 partitions"),  # a gap in the partition indexes
     (delta(1, 2, {"type": "feature_level"}), "unknown metadata record"),
+    (delta(1, 2, {"type": "partition_rows", "topic": "t", "topic_id": TOPIC_ID, "rows": [[0, 1, [1], 1, 5, 8]]}),
+     "malformed partition row"),
     (delta(1, 2, cluster_id="other"), "cluster"),
 ])
 def test_a_delta_that_does_not_apply_is_refused(body, reason):
@@ -126,3 +140,60 @@ def test_the_store_applies_deltas_and_falls_back_to_a_snapshot(plane):
             await store.stop()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    (delta(1, 2, partition(0, leader=3)), apply_body(BASE, delta(1, 2, partition(0, leader=3)))),
+    ({"type": "snapshot", **image(9, leader=3)}, parse_image(image(9, leader=3))),
+    (delta(1, 1), None),  # nothing new
+])
+def test_an_answer_decoded_off_the_loop_gives_the_image_decoded_in_place(answer, expected):
+    assert image_off_loop(BASE, json.dumps(answer, indent=1).encode()) == expected
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize("raw", [b'{"type": "delta", "since": 1', b"[]", b"<html>Bad gateway</html>"])
+def test_a_malformed_answer_decoded_off_the_loop_is_an_error_and_collection_resumes(raw):
+    with pytest.raises(ControlPlaneError):
+        image_off_loop(BASE, raw)
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize("raw", [b'{"type": "delta", "since": 1', b"[]", b"<html>Bad gateway</html>"])
+def test_a_small_malformed_answer_is_an_error_not_an_empty_image(monkeypatch, raw):
+    """Decoded in place (under `DECODE_OFF_LOOP_MIN_BYTES`): an answer that is not a JSON object never replaces
+    the image (an empty one would drop every topic's replicas)."""
+    async def scenario():
+        store = ClusterMetadataStore(settings("http://127.0.0.1:9"))
+        store._image = BASE
+        with pytest.raises(ControlPlaneError):
+            await store._image_after(raw)
+        assert store.image is BASE
+
+    asyncio.run(scenario())
+
+
+def test_a_large_answer_is_decoded_and_applied_on_a_worker_thread(plane, monkeypatch):
+    monkeypatch.setattr(cluster, "DECODE_OFF_LOOP_MIN_BYTES", 0)
+    on_loop_thread = []
+    applied = cluster.apply_body
+
+    def recording(image, body):
+        on_loop_thread.append(threading.current_thread() is threading.main_thread())
+        return applied(image, body)
+
+    monkeypatch.setattr(cluster, "apply_body", recording)
+
+    async def scenario():
+        store = ClusterMetadataStore(settings(plane.url))
+        await store.start()
+        try:
+            plane.deltas[1] = delta(1, 2, partition(0, leader=3))
+            plane.publish({**image(2, leader=3), "topics": []})  # the snapshot differs: the delta must be used
+            await until(lambda: store.image.metadata_version == 2)
+            assert store.image.partition("t", 0).leader_id == 3
+        finally:
+            await store.stop()
+
+    asyncio.run(scenario())
+    assert on_loop_thread and not any(on_loop_thread)  # the first snapshot and the delta, both off the loop

@@ -173,3 +173,23 @@ def test_an_idempotent_request_is_retried_only_once(run):
         assert server.requests == ["/x", "/gone", "/gone"]
 
     run(_with_server(scenario))
+
+
+DOCUMENTS = [
+    b"{}", b' { "a" : [ ] , "b":[1, {"x":[2]} ,3],\n"c": {"d":[1]}, "e": "[x]" } ', b'{"records":[{"t":1}]}',
+    b"[1, 2]", b'"text"', b'{"a": null, "b": true, "c": -1.5e3, "d": "\\u00e9\\""}',
+]
+MALFORMED = [b'{"a":1', b'{"a" 1}', b'{"a":[1 2]}', b'{"a":[1,]}', b'{"a":1} x', b"{1:2}", b'{"a":1,}', b""]
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_decode_yielding_decodes_as_json_loads(document):
+    assert http.decode_yielding(document) == json.loads(document)
+
+
+@pytest.mark.parametrize("document", MALFORMED)
+def test_decode_yielding_refuses_what_json_loads_refuses(document):
+    with pytest.raises(ValueError):
+        json.loads(document)
+    with pytest.raises(ValueError):
+        http.decode_yielding(document)

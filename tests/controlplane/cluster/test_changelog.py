@@ -66,18 +66,18 @@ def shrink_isr(name: str, partition: int) -> None:
 # (what changes, the record types its delta carries)
 CHANGES = [
     (lambda: register(4), {"broker"}),
-    (lambda: fence(2), {"broker", "partitions"}),
-    (lambda: register(2), {"broker", "partitions"}),  # re-registration while running: fenced first
-    (lambda: topics.create_topic("payments", 2, 2), {"topic", "partitions"}),
+    (lambda: fence(2), {"broker", "partition_rows"}),
+    (lambda: register(2), {"broker", "partition_rows"}),  # re-registration while running: fenced first
+    (lambda: topics.create_topic("payments", 2, 2), {"topic", "partition_rows"}),
     (lambda: topics.alter_configs("orders", {"retention.ms": "1000"}), {"topic"}),
-    (lambda: topics.create_partitions("orders", 5), {"partitions"}),
-    (lambda: shrink_isr("orders", 0), {"partitions"}),
+    (lambda: topics.create_partitions("orders", 5), {"partition_rows"}),
+    (lambda: shrink_isr("orders", 0), {"partition_rows"}),
     (lambda: topics.delete_topic("orders"), {"topic_removed"}),
     # re-created: the removal is merged away, the new topic id tells the broker to drop the old partitions
-    (lambda: (topics.delete_topic("orders"), topics.create_topic("orders", 1, 1)), {"topic", "partitions"}),
+    (lambda: (topics.delete_topic("orders"), topics.create_topic("orders", 1, 1)), {"topic", "partition_rows"}),
     # issue 13: dynamic broker configs (no trigger: noted by the service) and reassignments
     (lambda: alter_broker_configs([1, -1], {"leader.replication.throttled.rate": "1048576"}), {"broker_configs"}),
-    (lambda: alter_reassignments([("orders", 0, [2, 3])]), {"partitions"}),
+    (lambda: alter_reassignments([("orders", 0, [2, 3])]), {"partition_rows"}),
 ]
 
 
@@ -96,8 +96,8 @@ def test_a_delta_carries_only_what_changed(cluster):
     before = image_now()
     shrink_isr("wide", 7)
     records = delta_since(before.metadata_version)["records"]
-    assert [(r["type"], r["topic"], [p["partition"] for p in r["partitions"]]) for r in records] == \
-        [("partitions", "wide", [7])]
+    assert [(r["type"], r["topic"], [row[0] for row in r["rows"]]) for r in records] == \
+        [("partition_rows", "wide", [7])]
 
 
 def test_the_changes_of_many_versions_arrive_merged(cluster):
@@ -108,9 +108,8 @@ def test_the_changes_of_many_versions_arrive_merged(cluster):
     delta = delta_since(before.metadata_version)
     assert delta["metadata_version"] == metadata.current_version() >= before.metadata_version + len(changes)
     keys = [(r["type"] in ("topic", "topic_removed"), r.get("name"), r.get("broker_id")) for r in delta["records"]
-            if r["type"] != "partitions"]
-    keys += [(r["topic"], p["partition"]) for r in delta["records"] if r["type"] == "partitions"
-             for p in r["partitions"]]
+            if r["type"] != "partition_rows"]
+    keys += [(r["topic"], row[0]) for r in delta["records"] if r["type"] == "partition_rows" for row in r["rows"]]
     assert len(keys) == len(set(keys))  # one record per broker, topic and partition: the newest
     assert apply_body(before, delta) == image_now()
 
@@ -164,7 +163,7 @@ def test_leader_elections_are_recorded(cluster):
     before = image_now()
     elect_leaders("preferred", None)
     delta = delta_since(before.metadata_version)
-    assert {r["type"] for r in delta["records"]} == {"partitions"}
+    assert {r["type"] for r in delta["records"]} == {"partition_rows"}
     assert apply_body(before, delta) == image_now()
     assert all(p.leader_id == p.replicas[0] for p in image_now().topics["orders"].partitions)
 
@@ -174,5 +173,31 @@ def test_new_partitions_changed_again_arrive_in_index_order(cluster):
     topics.create_partitions("orders", 6)
     shrink_isr("orders", 4)  # its last record is newer than those of partitions 3 and 5
     delta = delta_since(before.metadata_version)
-    assert [p["partition"] for r in delta["records"] for p in r["partitions"]] == [3, 4, 5]
+    assert [row[0] for r in delta["records"] for row in r["rows"]] == [3, 4, 5]
+    assert apply_body(before, delta) == image_now()
+
+
+def as_recorded_before_partition_rows(change: MetadataChange) -> None:
+    """Rewrite a stored change's `partition_rows` records as the `partitions` records of the format before."""
+    records = json.loads(change.records)
+    for record in records:
+        if record["type"] == "partition_rows":
+            record["type"] = "partitions"
+            record["partitions"] = [dict(zip(changelog.PARTITION_FIELDS, row, strict=True))
+                                    for row in record.pop("rows")]
+    change.records = json.dumps(records)
+    change.save(update_fields=["records"])
+
+
+@pytest.mark.parametrize("changes", [1, 3])
+def test_changes_recorded_before_partition_rows_still_apply(cluster, changes):
+    """A retained change stored as `partitions` records: served as it is (one change) or merged with newer
+    ones (several) into `partition_rows`; either way the broker ends at the image now."""
+    before = image_now()
+    fence(2)
+    as_recorded_before_partition_rows(MetadataChange.objects.get(version=metadata.current_version()))
+    for index in range(changes - 1):
+        shrink_isr("orders", index)
+    delta = delta_since(before.metadata_version)
+    assert {r["type"] for r in delta["records"]} == {"broker", "partitions" if changes == 1 else "partition_rows"}
     assert apply_body(before, delta) == image_now()

@@ -84,6 +84,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "controlplane.core",
     "controlplane.cluster",
+    "controlplane.liveness",
     "controlplane.topics",
     "controlplane.health",
     "controlplane.metrics",
@@ -143,6 +144,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
     }
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-strom.sqlite3")}
+    # Broker liveness (heartbeats, hang-ups: controlplane.liveness) in its own file beside it, so that a
+    # heartbeat never waits for SQLite's one write lock, which a metadata change holds for its whole transaction.
+    _metadata_file = Path(DATABASES["default"]["NAME"])
+    DATABASES["liveness"] = {**DATABASES["default"],
+                             "NAME": str(_metadata_file.with_name(f"{_metadata_file.stem}-liveness.sqlite3")),
+                             "TEST": {"NAME": str(VAR_DIR / "test-strom-liveness.sqlite3")}}
+# The database alias of controlplane.liveness: its own SQLite file, or the metadata store's database on
+# PostgreSQL (row locks: a heartbeat's row is never locked by a metadata change).
+STROM_LIVENESS_DATABASE = "liveness" if "liveness" in DATABASES else "default"
+DATABASE_ROUTERS = ["controlplane.liveness.router.LivenessRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

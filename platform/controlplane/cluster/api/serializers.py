@@ -4,6 +4,9 @@ from ..models import Broker, ControllerState
 
 
 class BrokerSerializer(serializers.ModelSerializer):
+    last_heartbeat = serializers.DateTimeField(read_only=True, allow_null=True,
+                                               help_text="when the broker's registration last proved it is alive")
+
     class Meta:
         model = Broker
         fields = ("broker_id", "listeners", "rack", "state", "last_heartbeat", "registration_epoch",

@@ -2,6 +2,7 @@
 
 import base64
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
@@ -55,14 +56,26 @@ class Broker(models.Model):
 
     @property
     def last_heartbeat(self) -> datetime | None:
-        """When this registration last proved it is alive (for display; the controller reads liveness in bulk)."""
-        row = liveness.of([self.broker_id]).get(self.broker_id)
+        """When this registration last proved it is alive, for display: read with the other brokers' by
+        `with_liveness` (one query for a page), else on its own."""
+        if not hasattr(self, "_liveness"):
+            self._liveness = liveness.of([self.broker_id]).get(self.broker_id)
+        row = self._liveness
         return row.last_heartbeat if row is not None and row.registration_epoch == self.registration_epoch else None
 
     @property
     def endpoints(self) -> list[tuple[str, str, int]]:
         """(listener name, host, port) per listener."""
         return [(e.name, e.host, e.port) for e in parse_listeners(self.listeners)]
+
+
+def with_liveness(brokers: Iterable[Broker]) -> list[Broker]:
+    """The brokers, each with its liveness read in one query for all (`Broker.last_heartbeat`)."""
+    brokers = list(brokers)
+    rows = liveness.of(b.broker_id for b in brokers)
+    for broker in brokers:
+        broker._liveness = rows.get(broker.broker_id)
+    return brokers
 
 
 CLUSTER_DEFAULT = -1

@@ -1,6 +1,12 @@
+from django.db.models import Manager
 from rest_framework import serializers
 
-from ..models import Broker, ControllerState
+from ..models import Broker, ControllerState, with_liveness
+
+
+class BrokerListSerializer(serializers.ListSerializer):
+    def to_representation(self, data):
+        return super().to_representation(with_liveness(data.all() if isinstance(data, Manager) else data))
 
 
 class BrokerSerializer(serializers.ModelSerializer):
@@ -9,6 +15,7 @@ class BrokerSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Broker
+        list_serializer_class = BrokerListSerializer
         fields = ("broker_id", "listeners", "rack", "state", "last_heartbeat", "registration_epoch",
                   "log_dirs", "registered_at")
 

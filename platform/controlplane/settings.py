@@ -286,9 +286,9 @@ def _env_bool(name: str, default: bool) -> bool:
 # heartbeats at 250 ms (a heartbeat is one small UPDATE; measured worst gaps are far below that).
 STROM_BROKER_SESSION_TIMEOUT_MS = _env_int("STROM_BROKER_SESSION_TIMEOUT_MS", 2000)
 STROM_BROKER_HEARTBEAT_INTERVAL_MS = _env_int("STROM_BROKER_HEARTBEAT_INTERVAL_MS", 250)
-# How long a heartbeat or a lease renewal waits for SQLite's write lock (held by metadata changes) before giving
-# up (cluster.metadata.liveness_write): under the broker's 1 s heartbeat request timeout, so an answer arrives
-# before the broker gives up, and a heartbeat it gave up on does not keep a web thread waiting.
+# How long the controller's lease renewal waits for SQLite's write lock (held by metadata changes) before giving
+# up and keeping its unexpired lease (cluster.metadata.liveness_write). Heartbeats do not wait for it: broker
+# liveness has its own database (controlplane.liveness).
 STROM_LIVENESS_LOCK_WAIT_MS = _env_int("STROM_LIVENESS_LOCK_WAIT_MS", 750)
 # The controller's lease in the database: renewed every third of it; a successor waits for it to expire.
 STROM_CONTROLLER_LEASE_MS = _env_int("STROM_CONTROLLER_LEASE_MS", 3000)

@@ -206,11 +206,13 @@ class ClusterMetadataStore:
 
     async def start(self) -> None:
         await self._retry(self._register, "register")
-        await self._retry(self._refresh, "load metadata")
+        # Heartbeats from the registration on: loading the first image (and what the broker does next on its
+        # loop, recovering its logs) takes longer than a session at 100,000 partitions.
         self._loop = asyncio.get_running_loop()
         self._heartbeats = HeartbeatThread(self._beat, self._new_client, lambda: self._report.interval_ms / 1000,
                                            name=f"broker-{self.settings.broker_id}-heartbeats")
         self._heartbeats.start()
+        await self._retry(self._refresh, "load metadata")
         self._tasks = [asyncio.create_task(self._metadata_loop(), name="cp-metadata")]
         self._restart_session()
 
@@ -368,19 +370,20 @@ class ClusterMetadataStore:
                 log.info("control plane reachable again")
             self._heartbeat_failures = 0
             if self._heartbeat_answered(outcome):
-                log.warning("broker %d was fenced by the controller; registering again", self.settings.broker_id)
-                self._register_again()
+                self._register_again("was fenced by the controller")
             return
         if isinstance(outcome, ControlPlaneError) and outcome.kafka_error in _STALE and not self._shutting_down:
-            self._register_again()
+            self._register_again(f"heartbeat refused: {outcome.kafka_error}")
             return
         self._heartbeat_failures += 1
         if self._heartbeat_failures == 1 or self._heartbeat_failures % 50 == 0:
             log.warning("heartbeat failed (%s); serving with metadata version %d", outcome,
-                        self.image.metadata_version)
+                        self._image.metadata_version if self._image is not None else -1)
 
-    def _register_again(self) -> None:
+    def _register_again(self, reason: str) -> None:
+        """Start one re-registration (answers queued while the loop was held ask for it many times)."""
         if self._reregistering is None or self._reregistering.done():
+            log.warning("broker %d %s; registering again", self.settings.broker_id, reason)
             self._reregistering = asyncio.get_running_loop().create_task(self._retry(self._register, "register again"),
                                                                           name="cp-register")
 

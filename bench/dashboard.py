@@ -59,8 +59,8 @@ def populate(plane) -> None:
         db.execute("UPDATE cluster_controllerstate SET controller_epoch = 1")
         db.executemany(
             "INSERT INTO cluster_broker (broker_id, listeners, rack, state, registration_epoch, log_dirs, "
-            "registered_at, last_heartbeat) VALUES (?, ?, '', 'running', 1, '[]', ?, ?)",
-            [(b, f"PLAINTEXT://127.0.0.1:{9091 + b}", _ts(now), _ts(now)) for b in range(1, BROKERS + 1)])
+            "registered_at) VALUES (?, ?, '', 'running', 1, '[]', ?)",
+            [(b, f"PLAINTEXT://127.0.0.1:{9091 + b}", _ts(now)) for b in range(1, BROKERS + 1)])
         db.executemany("INSERT INTO topics_topic (name, topic_id, configs, created_at) VALUES (?, ?, '{}', ?)",
                        [(f"topic-{t:04d}", f"{t:032x}", _ts(now)) for t in range(TOPICS)])
         topic_ids = dict(db.execute("SELECT name, id FROM topics_topic"))

@@ -24,6 +24,23 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update"]
 
 
+_DATABASE_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback",
+                      "live_server"}
+
+
+def pytest_collection_modifyitems(items):
+    """A test using the database gets every database: broker liveness has its own on SQLite
+    (`controlplane.liveness.router`), and whatever registers or heartbeats a broker writes it."""
+    for item in items:
+        marker = item.get_closest_marker("django_db")
+        if marker is None and not _DATABASE_FIXTURES & set(item.fixturenames):
+            continue
+        kwargs = dict(marker.kwargs) if marker is not None else {}
+        if kwargs.get("databases") is None:
+            kwargs["databases"] = "__all__"
+            item.add_marker(pytest.mark.django_db(*(marker.args if marker else ()), **kwargs), append=False)
+
+
 @pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     """Django's PBKDF2 (a million rounds, about a second per hash on a loaded 2-core machine) would dominate the

@@ -4,8 +4,10 @@ internal API (v1)") behind the same `MetadataStore` interface as the standalone 
 Lifecycle: `start()` registers (retrying until the control plane answers), loads the first image, then
 runs three tasks:
 
-* heartbeats every `heartbeat_interval_ms`; when told `fenced` or `STALE_BROKER_EPOCH`, registers again
-  (a new registration epoch);
+* heartbeats every `heartbeat_interval_ms`, sent from a thread of their own (`heartbeats.HeartbeatThread`), so
+  that a held event loop does not cost the broker its session; the thread reads only `HeartbeatReport`, which
+  the loop replaces whole, and hands each answer back to the loop, which registers again (a new registration
+  epoch) when told `fenced` or `STALE_BROKER_EPOCH`;
 * a metadata long poll, `GET /metadata/changes?since=<ours>&wait_ms=...` (the changes since our version,
   applied as a delta; a snapshot when too far behind: `brokerd.metadata.delta`), so a change reaches the
   broker within milliseconds of its commit;
@@ -18,7 +20,8 @@ runs three tasks:
 If the control plane is unreachable, both loops retry with a short backoff and the broker keeps serving
 with the last image it has; only admin calls (which need the control plane) fail, with
 REQUEST_TIMED_OUT. Mutations return after the change is committed *and* visible in `image` (the store
-re-reads the image once the control plane answered). Event loop only; not thread-safe.
+re-reads the image once the control plane answered). Event loop only (but for the heartbeat thread's `_beat`);
+not thread-safe.
 """
 
 import asyncio
@@ -27,13 +30,13 @@ import gc
 import json
 import logging
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
 from brokerd.metadata.delta import DeltaGapError, apply_delta, is_delta
 from brokerd.metadata.errors import ControlPlaneError, ControlPlaneUnavailableError, HttpError, MetadataError
+from brokerd.metadata.heartbeats import HeartbeatThread
 from brokerd.metadata.http import JsonHttpClient, decode_body, decode_yielding
 from brokerd.metadata.image import (
     BrokerEndpoint,
@@ -52,6 +55,8 @@ API_PREFIX = "/internal/v1"
 DECODE_OFF_LOOP_MIN_BYTES = 256 * 1024
 """A metadata answer this large or larger is decoded and applied on a worker thread (`image_off_loop`); a smaller one
 (~2 ms of decoding) in place."""
+_STALE = ("STALE_BROKER_EPOCH", "BROKER_ID_NOT_REGISTERED")
+"""Heartbeat refusals that mean this registration is gone: the broker registers again."""
 SESSION_HOLD_MS = 30_000
 """How long the control plane holds one session request before the broker opens the next."""
 SECRET_ENV = "STROM_CLUSTER_SECRET"
@@ -86,6 +91,16 @@ class ClusterSettings:
     """How long `request_shutdown` waits for the controller to move this broker's leaderships away."""
     retry_backoff_ms: int = 100
     max_retry_backoff_ms: int = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatReport:
+    """What the next heartbeat says and how often, as the event loop last set it: replaced whole (never
+    mutated), so the heartbeat thread reads one consistent snapshot by reading one attribute."""
+
+    registration_epoch: int
+    shutting_down: bool
+    interval_ms: int
 
 
 def _endpoint(entry: Mapping) -> BrokerEndpoint:
@@ -202,8 +217,7 @@ class ClusterMetadataStore:
 
     def __init__(self, settings: ClusterSettings, client: JsonHttpClient | None = None) -> None:
         self.settings = settings
-        self._client = client or JsonHttpClient(settings.url, {"Authorization": f"Bearer {settings.secret}",
-                                                               BROKER_HEADER: str(settings.broker_id)})
+        self._client = client or self._new_client()
         self._listeners: list[ImageListener] = []
         self._image: ClusterImage | None = None
         self.registration_epoch = -1
@@ -218,19 +232,40 @@ class ClusterMetadataStore:
         """[next, end) of the current producer-id block."""
         self._reregistering: asyncio.Task | None = None
         self._session: asyncio.Task | None = None
+        self._report = HeartbeatReport(self.registration_epoch, False, self.heartbeat_interval_ms)
+        self._heartbeats: HeartbeatThread | None = None
+        self._heartbeat_failures = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _new_client(self) -> JsonHttpClient:
+        return JsonHttpClient(self.settings.url, {"Authorization": f"Bearer {self.settings.secret}",
+                                                  BROKER_HEADER: str(self.settings.broker_id)})
+
+    def _set_report(self) -> None:
+        """Publish what the heartbeat thread reports (after a registration or once shutting down)."""
+        self._report = HeartbeatReport(self.registration_epoch, self._shutting_down, self.heartbeat_interval_ms)
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
     async def start(self) -> None:
         await self._retry(self._register, "register")
+        # Heartbeats from the registration on: loading the first image (and what the broker does next on its
+        # loop, recovering its logs) takes longer than a session at 100,000 partitions.
+        self._loop = asyncio.get_running_loop()
+        self._heartbeats = HeartbeatThread(self._beat, self._new_client, lambda: self._report.interval_ms / 1000,
+                                           name=f"broker-{self.settings.broker_id}-heartbeats")
+        self._heartbeats.start()
         await self._retry(self._refresh, "load metadata")
-        self._tasks = [asyncio.create_task(self._heartbeat_loop(), name="cp-heartbeat"),
-                       asyncio.create_task(self._metadata_loop(), name="cp-metadata")]
+        self._tasks = [asyncio.create_task(self._metadata_loop(), name="cp-metadata")]
         self._restart_session()
 
     async def stop(self) -> None:
         self._shutting_down = True
-        tasks = [*self._tasks, *([self._session] if self._session else [])]
+        self._set_report()
+        if self._heartbeats is not None:
+            await asyncio.to_thread(self._heartbeats.stop)
+        tasks = [*self._tasks, *([self._session] if self._session else []),
+                 *([self._reregistering] if self._reregistering else [])]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -244,6 +279,7 @@ class ClusterMetadataStore:
         `controlled_shutdown_timeout_ms` (repeating the heartbeat while the control plane is unreachable).
         Clients then find the new leaders while this broker still answers them NOT_LEADER_OR_FOLLOWER."""
         self._shutting_down = True
+        self._set_report()
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = started + self.settings.controlled_shutdown_timeout_ms / 1000
@@ -292,12 +328,14 @@ class ClusterMetadataStore:
     # --- HTTP ------------------------------------------------------------------------------------------
 
     async def _call(self, method: str, path: str, body: object = None, timeout_ms: int | None = None,
-                    origin: AdminOrigin | None = None, idempotent: bool = False, raw: bool = False) -> object:
-        """The answer's JSON (`raw`: its bytes), or the control plane's error raised."""
+                    origin: AdminOrigin | None = None, idempotent: bool = False, raw: bool = False,
+                    client: JsonHttpClient | None = None) -> object:
+        """One request to the control plane (by `client`, the heartbeat thread's, else the loop's own): the answer's
+        JSON (`raw`: its bytes), or the control plane's error raised."""
         timeout_s = (timeout_ms or self.settings.request_timeout_ms) / 1000
         try:
-            response = await self._client.request(method, API_PREFIX + path, body, timeout_s, origin_headers(origin),
-                                                  idempotent=idempotent, raw=raw)
+            response = await (client or self._client).request(method, API_PREFIX + path, body, timeout_s,
+                                                               origin_headers(origin), idempotent=idempotent, raw=raw)
         except HttpError as exc:
             raise ControlPlaneUnavailableError(f"control plane unreachable: {exc}") from exc
         if response.status >= 400:
@@ -319,47 +357,80 @@ class ClusterMetadataStore:
         self.heartbeat_interval_ms = int(body.get("heartbeat_interval_ms", self.heartbeat_interval_ms))
         self.session_timeout_ms = int(body.get("session_timeout_ms", self.session_timeout_ms))
         self.state = "running"
+        self._set_report()
         self._producer_ids = []  # a block belongs to a registration epoch
         if self._session is not None:  # the session belongs to a registration epoch too
             self._restart_session()
         log.info("registered broker %d with the control plane (registration epoch %d)", s.broker_id,
                  self.registration_epoch)
 
+    async def _send_heartbeat(self, report: HeartbeatReport, client: JsonHttpClient | None = None) -> dict:
+        body = await self._call("POST", f"/brokers/{self.settings.broker_id}/heartbeat", {
+            "registration_epoch": report.registration_epoch, "shutting_down": report.shutting_down},
+            timeout_ms=max(report.interval_ms * 2, 1000), idempotent=True,  # a repeat changes nothing
+            client=client)
+        assert isinstance(body, dict)
+        return body
+
     async def _heartbeat(self) -> None:
+        """A heartbeat from the event loop (controlled shutdown, stop), registering again if told to."""
         try:
-            body = await self._call("POST", f"/brokers/{self.settings.broker_id}/heartbeat", {
-                "registration_epoch": self.registration_epoch, "shutting_down": self._shutting_down},
-                timeout_ms=max(self.heartbeat_interval_ms * 2, 1000), idempotent=True)  # a repeat changes nothing
+            body = await self._send_heartbeat(self._report)
         except ControlPlaneError as exc:
-            if exc.kafka_error in ("STALE_BROKER_EPOCH", "BROKER_ID_NOT_REGISTERED") and not self._shutting_down:
+            if exc.kafka_error in _STALE and not self._shutting_down:
                 await self._register()
                 return
             raise
-        assert isinstance(body, dict)
-        self.state = str(body.get("state", self.state))
-        if self.state == "fenced" and not self._shutting_down:
+        if self._heartbeat_answered(body):
             log.warning("broker %d was fenced by the controller; registering again", self.settings.broker_id)
             await self._register()
+
+    def _heartbeat_answered(self, body: dict) -> bool:
+        """Take in a heartbeat's answer; True if the broker was fenced and must register again."""
+        self.state = str(body.get("state", self.state))
         version = body.get("metadata_version")
         if version is not None and self._image is not None and int(version) > self._image.metadata_version:
             self._wake_poller.set()
+        return self.state == "fenced" and not self._shutting_down
 
-    async def _heartbeat_loop(self) -> None:
-        failures = 0
-        while True:
-            started = time.monotonic()
-            try:
-                await self._heartbeat()
-                if failures:
-                    log.info("control plane reachable again")
-                failures = 0
-            except (ControlPlaneUnavailableError, ControlPlaneError) as exc:
-                failures += 1
-                if failures == 1 or failures % 50 == 0:
-                    log.warning("heartbeat failed (%s); serving with metadata version %d", exc,
-                                self.image.metadata_version)
-            elapsed = time.monotonic() - started
-            await asyncio.sleep(max(self.heartbeat_interval_ms / 1000 - elapsed, 0.01))
+    async def _beat(self, client: JsonHttpClient) -> None:
+        """One periodic heartbeat, on the heartbeat thread: it reads only `_report` and hands the outcome to
+        the event loop (`_on_heartbeat`)."""
+        report = self._report
+        try:
+            outcome: dict | MetadataError = await self._send_heartbeat(report, client)
+        except (ControlPlaneUnavailableError, ControlPlaneError) as exc:
+            outcome = exc
+        assert self._loop is not None
+        with contextlib.suppress(RuntimeError):  # the broker's loop closed: it is stopping
+            self._loop.call_soon_threadsafe(self._on_heartbeat, report, outcome)
+
+    def _on_heartbeat(self, report: HeartbeatReport, outcome: dict | MetadataError) -> None:
+        """A periodic heartbeat's outcome, on the event loop: register again when fenced or stale (once, in a
+        task), log failures. Outcomes of an older registration's heartbeats are ignored."""
+        if report.registration_epoch != self.registration_epoch:
+            return
+        if isinstance(outcome, dict):
+            if self._heartbeat_failures:
+                log.info("control plane reachable again")
+            self._heartbeat_failures = 0
+            if self._heartbeat_answered(outcome):
+                self._register_again("was fenced by the controller")
+            return
+        if isinstance(outcome, ControlPlaneError) and outcome.kafka_error in _STALE and not self._shutting_down:
+            self._register_again(f"heartbeat refused: {outcome.kafka_error}")
+            return
+        self._heartbeat_failures += 1
+        if self._heartbeat_failures == 1 or self._heartbeat_failures % 50 == 0:
+            log.warning("heartbeat failed (%s); serving with metadata version %d", outcome,
+                        self._image.metadata_version if self._image is not None else -1)
+
+    def _register_again(self, reason: str) -> None:
+        """Start one re-registration (answers queued while the loop was held ask for it many times)."""
+        if self._reregistering is None or self._reregistering.done():
+            log.warning("broker %d %s; registering again", self.settings.broker_id, reason)
+            self._reregistering = asyncio.get_running_loop().create_task(self._retry(self._register, "register again"),
+                                                                          name="cp-register")
 
     def _restart_session(self) -> None:
         if self._session is not None:

@@ -84,6 +84,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "controlplane.core",
     "controlplane.cluster",
+    "controlplane.liveness",
     "controlplane.topics",
     "controlplane.health",
     "controlplane.metrics",
@@ -143,6 +144,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
     }
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-strom.sqlite3")}
+    # Broker liveness (heartbeats, hang-ups: controlplane.liveness) in its own file beside it, so that a
+    # heartbeat never waits for SQLite's one write lock, which a metadata change holds for its whole transaction.
+    _metadata_file = Path(DATABASES["default"]["NAME"])
+    DATABASES["liveness"] = {**DATABASES["default"],
+                             "NAME": str(_metadata_file.with_name(f"{_metadata_file.stem}-liveness.sqlite3")),
+                             "TEST": {"NAME": str(VAR_DIR / "test-strom-liveness.sqlite3")}}
+# The database alias of controlplane.liveness: its own SQLite file, or the metadata store's database on
+# PostgreSQL (row locks: a heartbeat's row is never locked by a metadata change).
+STROM_LIVENESS_DATABASE = "liveness" if "liveness" in DATABASES else "default"
+DATABASE_ROUTERS = ["controlplane.liveness.router.LivenessRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -275,9 +286,9 @@ def _env_bool(name: str, default: bool) -> bool:
 # heartbeats at 250 ms (a heartbeat is one small UPDATE; measured worst gaps are far below that).
 STROM_BROKER_SESSION_TIMEOUT_MS = _env_int("STROM_BROKER_SESSION_TIMEOUT_MS", 2000)
 STROM_BROKER_HEARTBEAT_INTERVAL_MS = _env_int("STROM_BROKER_HEARTBEAT_INTERVAL_MS", 250)
-# How long a heartbeat or a lease renewal waits for SQLite's write lock (held by metadata changes) before giving
-# up (cluster.metadata.liveness_write): under the broker's 1 s heartbeat request timeout, so an answer arrives
-# before the broker gives up, and a heartbeat it gave up on does not keep a web thread waiting.
+# How long the controller's lease renewal waits for SQLite's write lock (held by metadata changes) before giving
+# up and keeping its unexpired lease (cluster.metadata.liveness_write). Heartbeats do not wait for it: broker
+# liveness has its own database (controlplane.liveness).
 STROM_LIVENESS_LOCK_WAIT_MS = _env_int("STROM_LIVENESS_LOCK_WAIT_MS", 750)
 # The controller's lease in the database: renewed every third of it; a successor waits for it to expire.
 STROM_CONTROLLER_LEASE_MS = _env_int("STROM_CONTROLLER_LEASE_MS", 3000)

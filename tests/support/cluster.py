@@ -54,6 +54,8 @@ class ClusterBroker:
 class Cluster:
     plane: ControlPlane
     brokers: dict[int, ClusterBroker] = field(default_factory=dict)
+    modules: Mapping[int, str] = field(default_factory=dict)
+    """The module a broker runs as (`python -m …`) where not brokerd, e.g. `tests.support.held_loop_broker`."""
 
     @property
     def bootstrap(self) -> str:
@@ -62,8 +64,9 @@ class Cluster:
     def start(self, broker_id: int, timeout_s: float = 60.0) -> None:
         broker = self.brokers[broker_id]
         broker.log_dir.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "brokerd", "--broker-id", str(broker_id), "--controlplane", self.plane.url,
-                "--listeners", f"PLAINTEXT://127.0.0.1:{broker.port}", "--log-dirs", str(broker.log_dir)]
+        argv = [sys.executable, "-m", self.modules.get(broker_id, "brokerd"), "--broker-id", str(broker_id),
+                "--controlplane", self.plane.url, "--listeners", f"PLAINTEXT://127.0.0.1:{broker.port}",
+                "--log-dirs", str(broker.log_dir)]
         overrides = dict(broker.overrides)
         if broker.metrics_port is not None:
             overrides["strom.metrics.port"] = str(broker.metrics_port)
@@ -131,11 +134,11 @@ class Cluster:
 @contextlib.contextmanager
 def broker_cluster(plane: ControlPlane, directory: Path, count: int = 3,
                    overrides: Mapping[str, str] | None = None, metrics: bool = False,
-                   started: int | None = None) -> Iterator[Cluster]:
+                   started: int | None = None, modules: Mapping[int, str] | None = None) -> Iterator[Cluster]:
     """`count` brokers, of which the first `started` (default all) are started (the others later, with
     `cluster.start(id)`: a broker added to the cluster); with `metrics`, each serves Prometheus `/metrics` on a
     port of its own."""
-    cluster = Cluster(plane)
+    cluster = Cluster(plane, modules=dict(modules or {}))
     for broker_id in range(1, count + 1):
         cluster.brokers[broker_id] = ClusterBroker(broker_id, free_port(), Path(directory) / f"broker-{broker_id}",
                                                    dict(overrides or {}), metrics_port=free_port() if metrics else None)

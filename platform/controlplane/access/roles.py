@@ -9,6 +9,7 @@ migration and after every `migrate`; give someone more by giving them a higher r
 from django.apps import apps as global_apps
 from django.contrib.auth.management import create_permissions
 from django.contrib.auth.models import Group
+from django.db import router
 
 from .actions import Role, permissions
 
@@ -46,9 +47,10 @@ def sync_roles(apps) -> None:
         group.permissions.set(found)
 
 
-def sync_roles_after_migrate(sender, apps=None, **kwargs) -> None:
-    """post_migrate receiver (a flush sends it without `apps`)."""
-    if sender.label == "access":
+def sync_roles_after_migrate(sender, apps=None, using="default", **kwargs) -> None:
+    """post_migrate receiver (a flush sends it without `apps`); not for a database without the groups (the
+    liveness database)."""
+    if sender.label == "access" and router.allow_migrate_model(using, Group):
         sync_roles(apps or global_apps)
 
 

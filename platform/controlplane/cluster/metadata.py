@@ -6,8 +6,9 @@ PostgreSQL; SQLite's IMMEDIATE transactions already serialise writers). Changes 
 a time, and whoever holds the lock sees the latest committed epochs. `bump()` increments `metadata_version`;
 readers (`image`, `wait_for_version`) take no lock.
 
-Liveness writes (a heartbeat, the controller's lease renewal) are not metadata changes but, on SQLite, need
-the same write lock; `liveness_write()` waits for it only briefly and is stamped once it holds it.
+The controller's lease renewal is not a metadata change but, on SQLite, needs the same write lock;
+`liveness_write()` waits for it only briefly and is stamped once it holds it. (Brokers' heartbeats no longer
+need it: `controlplane.liveness` keeps them in a database of their own.)
 """
 
 import contextlib
@@ -56,16 +57,15 @@ class WriteLockBusy(KafkaApiError):
 
 @contextlib.contextmanager
 def liveness_write(wait_ms: int | None = None) -> Iterator[Callable[[], datetime]]:
-    """A short write transaction for liveness (a heartbeat, a lease renewal) that waits at most `wait_ms`
-    (setting `STROM_LIVENESS_LOCK_WAIT_MS`) for SQLite's write lock, else raises `WriteLockBusy`; yields the
-    clock to stamp the write with, read once the lock is held.
+    """A short write transaction in the metadata store for liveness (the controller's lease renewal) that
+    waits at most `wait_ms` (setting `STROM_LIVENESS_LOCK_WAIT_MS`) for SQLite's write lock, else raises
+    `WriteLockBusy`; yields the clock to stamp the write with, read once the lock is held.
 
-    Why: SQLite has one write lock, which metadata changes hold for their whole transaction. A heartbeat
-    that waited the connection's full busy timeout (20 s) outlived the broker's request (1 s), kept a web
-    thread and kept competing with the broker's next heartbeats, and was stamped with its arrival time, so a
-    heartbeat that committed late looked old. Now a heartbeat the broker gave up on gives up too, and a
-    committed one is stamped when it committed. On PostgreSQL (row locks: a heartbeat waits only for a change
-    to its own broker row) and inside an enclosing transaction (tests) this is a plain `transaction.atomic()`.
+    Why: SQLite has one write lock, which metadata changes hold for their whole transaction. A renewal that
+    waited the connection's full busy timeout (20 s) would count its new expiry from before the wait; now it
+    gives up (the controller keeps its unexpired lease: nobody can take it over while the lock is held) and a
+    committed one counts from when it got the lock. On PostgreSQL and inside an enclosing transaction (tests)
+    this is a plain `transaction.atomic()`.
     """
     db = transaction.get_connection()
     if db.vendor != "sqlite" or db.in_atomic_block:

@@ -2,11 +2,14 @@
 
 import base64
 import uuid
+from collections.abc import Iterable
+from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from controlplane.liveness import services as liveness
 from kafkaspec.listeners import InvalidListenerError, parse_listeners
 
 
@@ -30,13 +33,9 @@ class Broker(models.Model):
     """A broker registered with the cluster.
 
     `registration_epoch` increases with every (re-)registration; requests from a broker carrying an older
-    epoch are from a zombie and are refused. `last_heartbeat` is when the broker last proved it is alive;
-    `connection_lost_at` is when the web process saw this registration's session connection closed by the
-    broker's side (the kernel closes a dead process's sockets): evidence of death the controller acts on
-    unless a heartbeat follows (see `controller.Controller.fence_expired_brokers`). `last_heartbeat` is stamped
-    when the heartbeat committed (it may have waited for SQLite's write lock); `heartbeat_arrived_at` is when
-    that heartbeat reached the web process, on the same clock as `connection_lost_at`: a heartbeat sent
-    before the broker died can commit after its hang-up was seen, and must not count as following it.
+    epoch are from a zombie and are refused. Its liveness (heartbeats, the session's hang-up) is not here but in
+    `liveness.models.BrokerLiveness`, in a database of its own on SQLite, so that heartbeats never wait for a
+    metadata change.
     """
 
     broker_id = models.IntegerField(unique=True, validators=[MinValueValidator(0)],
@@ -45,9 +44,6 @@ class Broker(models.Model):
                                  help_text="Kafka listener list, e.g. PLAINTEXT://127.0.0.1:9092")
     rack = models.CharField(max_length=255, blank=True, default="", help_text="broker.rack, empty if none")
     state = models.CharField(max_length=16, choices=BrokerState.choices, default=BrokerState.STARTING)
-    last_heartbeat = models.DateTimeField(null=True, blank=True)
-    connection_lost_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_arrived_at = models.DateTimeField(null=True, blank=True)
     registration_epoch = models.BigIntegerField(default=0, validators=[MinValueValidator(0)])
     log_dirs = models.JSONField(default=list, blank=True)
     registered_at = models.DateTimeField(auto_now_add=True)
@@ -59,9 +55,27 @@ class Broker(models.Model):
         return f"broker {self.broker_id}"
 
     @property
+    def last_heartbeat(self) -> datetime | None:
+        """When this registration last proved it is alive, for display: read with the other brokers' by
+        `with_liveness` (one query for a page), else on its own."""
+        if not hasattr(self, "_liveness"):
+            self._liveness = liveness.of([self.broker_id]).get(self.broker_id)
+        row = self._liveness
+        return row.last_heartbeat if row is not None and row.registration_epoch == self.registration_epoch else None
+
+    @property
     def endpoints(self) -> list[tuple[str, str, int]]:
         """(listener name, host, port) per listener."""
         return [(e.name, e.host, e.port) for e in parse_listeners(self.listeners)]
+
+
+def with_liveness(brokers: Iterable[Broker]) -> list[Broker]:
+    """The brokers, each with its liveness read in one query for all (`Broker.last_heartbeat`)."""
+    brokers = list(brokers)
+    rows = liveness.of(b.broker_id for b in brokers)
+    for broker in brokers:
+        broker._liveness = rows.get(broker.broker_id)
+    return brokers
 
 
 CLUSTER_DEFAULT = -1

@@ -5,10 +5,10 @@ Each mutation is one transaction that first takes `metadata.locked_state()`; req
 old `registration_epoch` (a zombie) are refused with STALE_BROKER_EPOCH and change nothing. AlterPartition
 validates its (large) batch before that transaction and writes it by compare-and-set on the partitions'
 epochs, so that the lock is held only for set-based statements (`alter_partitions`). The heartbeat and
-the connection-loss record are the exceptions that prove the rule: each is a single conditional UPDATE (on
-the broker's epoch and live state) taking no lock, because neither is a metadata change and both must stay
-cheap (the heartbeat waits only briefly for SQLite's write lock: `metadata.liveness_write`); the controller
-re-checks them under the lock before fencing.
+the connection-loss record are the exceptions that prove the rule: neither is a metadata change, so each reads
+the registration without a lock and writes only the broker's liveness (`controlplane.liveness`, its own
+database on SQLite), never waiting for a metadata change; the controller re-reads liveness under the lock
+before fencing.
 """
 
 import json
@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from controlplane.controller import election, reassignment
 from controlplane.core.errors import KafkaApiError
+from controlplane.liveness import services as liveness
 from controlplane.topics.models import Partition
 
 from . import metadata
@@ -61,7 +62,7 @@ def register_broker(broker_id: int, listeners: str, rack: str | None, log_dirs: 
     now = now or timezone.now()
     broker = Broker(broker_id=broker_id, listeners=listeners, rack=rack or "", log_dirs=log_dirs)
     try:
-        broker.clean_fields(exclude=["state", "last_heartbeat", "registration_epoch", "registered_at"])
+        broker.clean_fields(exclude=["state", "registration_epoch", "registered_at"])
     except Exception as e:  # ValidationError: message_dict names the field
         raise KafkaApiError("INVALID_REQUEST", f"Invalid broker registration: {e}") from None
     with transaction.atomic():
@@ -70,10 +71,10 @@ def register_broker(broker_id: int, listeners: str, rack: str | None, log_dirs: 
         if existing is not None and existing.state in (BrokerState.RUNNING, BrokerState.SHUTTING_DOWN):
             election.on_broker_gone(broker_id, election.live_broker_ids() - {broker_id})
         epoch = (existing.registration_epoch if existing else 0) + 1
+        liveness.registered(broker_id, epoch, now)  # its own transaction, committed before this one
         Broker.objects.update_or_create(broker_id=broker_id, defaults={
             "listeners": listeners, "rack": rack or "", "log_dirs": log_dirs, "state": BrokerState.RUNNING,
-            "registration_epoch": epoch, "last_heartbeat": now, "heartbeat_arrived_at": now,
-            "connection_lost_at": None,
+            "registration_epoch": epoch,
         })
         election.elect_offline_partitions(election.live_broker_ids())
         version = metadata.bump(state)
@@ -85,23 +86,23 @@ def register_broker(broker_id: int, listeners: str, rack: str | None, log_dirs: 
 def heartbeat(broker_id: int, registration_epoch: int, shutting_down: bool = False,
               now: datetime | None = None) -> dict:
     """Record that the broker is alive. A fenced broker learns it must register again (state `fenced`).
-    The write waits only briefly for SQLite's write lock (`metadata.liveness_write`: WriteLockBusy, 503, and
-    the broker's next heartbeat tries again) and is stamped with the time it got it, not the arrival time;
-    the arrival time is kept too (`Broker.heartbeat_arrived_at`), to order the heartbeat against a hang-up.
+
+    The registration is read without a lock and the stamps go to the liveness database
+    (`liveness.heartbeat`: the write time, which the session timeout reads, and the arrival time, which
+    orders the heartbeat against a hang-up), so a heartbeat never waits for a metadata change. A fence
+    committing meanwhile is told at the broker's next heartbeat.
 
     `shutting_down` is Kafka's controlled shutdown: the broker's leaderships move to other in-sync
     replicas and it leaves the ISRs at once, before it stops; it is fenced when its heartbeats stop.
     """
-    live = Broker.objects.filter(broker_id=broker_id, registration_epoch=registration_epoch,
-                                 state__in=(BrokerState.RUNNING, BrokerState.SHUTTING_DOWN))
     arrived_at = now or timezone.now()
-    with metadata.liveness_write() as clock:  # stamped once the write lock is held (when it commits)
-        updated = live.update(last_heartbeat=now or clock(), heartbeat_arrived_at=arrived_at)
-    if updated == 0:
-        broker = Broker.objects.filter(broker_id=broker_id).first()
-        if broker is None or broker.registration_epoch != registration_epoch:
-            raise _stale(broker_id, registration_epoch)
-        return {"state": broker.state, "metadata_version": metadata.current_version()}
+    broker = Broker.objects.filter(broker_id=broker_id).values("registration_epoch", "state").first()
+    if broker is None or broker["registration_epoch"] != registration_epoch:
+        raise _stale(broker_id, registration_epoch)
+    if broker["state"] not in (BrokerState.RUNNING, BrokerState.SHUTTING_DOWN):
+        return {"state": broker["state"], "metadata_version": metadata.current_version()}
+    if not liveness.heartbeat(broker_id, registration_epoch, arrived_at, now=now):
+        raise _stale(broker_id, registration_epoch)  # registered again meanwhile
     if shutting_down:
         with transaction.atomic():
             state = metadata.locked_state()
@@ -122,13 +123,16 @@ def check_registration(broker_id: int, registration_epoch: int) -> None:
 
 def connection_lost(broker_id: int, registration_epoch: int, now: datetime | None = None) -> bool:
     """Record that this registration's session (`GET /brokers/<id>/session`, held by the web process) was
-    closed from the broker's side (EOF or reset). A broker closes it only when stopping or when its own
-    request timed out, while the kernel closes every socket of a process that died, so this is evidence of
-    death the controller acts on unless a heartbeat follows. False if the registration is not live (nothing
-    recorded)."""
-    live = Broker.objects.filter(broker_id=broker_id, registration_epoch=registration_epoch,
-                                 state__in=(BrokerState.RUNNING, BrokerState.SHUTTING_DOWN))
-    return live.update(connection_lost_at=now or timezone.now()) > 0
+    closed from the broker's side (EOF or reset), in its liveness. A broker closes it only when stopping or
+    when its own request timed out, while the kernel closes every socket of a process that died, so this is
+    evidence of death the controller acts on unless a heartbeat follows. False if the registration is not
+    live (nothing recorded)."""
+    now = now or timezone.now()
+    try:
+        check_registration(broker_id, registration_epoch)
+    except KafkaApiError:
+        return False
+    return liveness.connection_lost(broker_id, registration_epoch, now)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from controlplane.access.console import ActionView, ViewerRequiredMixin, actor_o
 from controlplane.access.models import ApiToken
 from controlplane.audit.filtersets import AuditEntryFilterSet
 from controlplane.audit.models import AuditEntry, Source
-from controlplane.cluster.models import Broker, ControllerState
+from controlplane.cluster.models import Broker, ControllerState, with_liveness
 from controlplane.controller import election, skew
 from controlplane.core.errors import KafkaApiError
 from controlplane.groups.services import GroupService
@@ -45,7 +45,7 @@ class OverviewView(ViewerRequiredMixin, TemplateView):
         running = running_broker_ids()
         partition_count, problems = partition_problems(running)
         context.update(
-            brokers=Broker.objects.all(),
+            brokers=with_liveness(Broker.objects.all()),
             brokers_running=len(running),
             topic_count=Topic.objects.count(),
             partition_count=partition_count,
@@ -69,7 +69,7 @@ class BrokerListView(ViewerRequiredMixin, ListView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        brokers = list(context["brokers"])
+        brokers = with_liveness(context["brokers"])
         shares = skew.current([b.broker_id for b in brokers])
         return {**context, "rows": [(b, shares[b.broker_id]) for b in brokers],
                 "even_share": 100 / len(brokers) if brokers else None}

@@ -30,11 +30,13 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
-from django.db.models import F, Max, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from controlplane.cluster import metadata
 from controlplane.cluster.models import Broker, BrokerState, ControllerState
+from controlplane.liveness import services as liveness
+from controlplane.liveness.models import BrokerLiveness
 from controlplane.topics.models import NO_LEADER, Partition
 
 from . import election, executor
@@ -43,6 +45,22 @@ from .models import ACTIVE_STATES, ReassignmentExecution
 __all__ = ("Controller", "NotControllerError")
 
 log = logging.getLogger(__name__)
+
+
+def _dead_registrations(is_dead: Callable[[BrokerLiveness | None], bool], states: tuple[str, ...]
+                        ) -> list[tuple[int, int, str, BrokerLiveness | None]]:
+    """(broker id, registration epoch, state, liveness) of the brokers in `states` that `is_dead` judges dead:
+    the registrations from the metadata store joined with their liveness (another database on SQLite)."""
+    registrations = list(Broker.objects.filter(state__in=states).values_list("broker_id", "registration_epoch",
+                                                                               "state"))
+    rows = liveness.of(broker_id for broker_id, *_ in registrations)
+    dead = []
+    for broker_id, epoch, state in registrations:
+        row = rows.get(broker_id)
+        row = row if row is not None and row.registration_epoch == epoch else None
+        if is_dead(row):
+            dead.append((broker_id, epoch, state, row))
+    return dead
 
 
 class NotControllerError(Exception):
@@ -168,7 +186,7 @@ class Controller:
         paused controller, a takeover) also restarts the stretch: we only count what we watched.
         """
         now = self.clock()
-        newest = self._newest_heartbeat = Broker.objects.aggregate(newest=Max("last_heartbeat"))["newest"]
+        newest = self._newest_heartbeat = liveness.newest_heartbeat()
         continuous = self._last_watch is not None and now - self._last_watch < self.path_silence
         self._last_watch = now
         if newest is None or now - newest >= self.path_silence:
@@ -200,37 +218,50 @@ class Controller:
         watching_since = self.watch_heartbeats()
         if watching_since is None:
             return []
-        # Arrival, not commit: a heartbeat sent before the death may commit after the hang-up was recorded.
-        no_heartbeat_since_loss = (Q(heartbeat_arrived_at__isnull=True)
-                                   | Q(heartbeat_arrived_at__lt=F("connection_lost_at")))
-        heard_until = min(now, self._newest_heartbeat)  # not None: watching_since is set
-        dead = Q(connection_lost_at__lte=heard_until - self.heartbeat_interval) & no_heartbeat_since_loss
-        cutoff = now - self.session_timeout
-        if watching_since < cutoff:  # a full session watched: silence is the broker's own
-            dead |= Q(last_heartbeat__lt=cutoff) | Q(last_heartbeat__isnull=True)
+        is_dead = self._death_rule(now, watching_since)
         alive_states = (BrokerState.RUNNING, BrokerState.SHUTTING_DOWN)
-        if not Broker.objects.filter(dead, state__in=alive_states).exists():
+        if not _dead_registrations(is_dead, alive_states):
             return []
         fenced = []
         with transaction.atomic():
             state = self._guard()
-            for broker in Broker.objects.filter(dead, state__in=alive_states):
-                # Conditional on what we read: a heartbeat or re-registration that just committed wins.
-                if Broker.objects.filter(dead, pk=broker.pk, state=broker.state,
-                                         registration_epoch=broker.registration_epoch).update(state=BrokerState.FENCED):
-                    election.on_broker_gone(broker.broker_id, election.live_broker_ids())
-                    fenced.append((broker.broker_id, broker.connection_lost_at, broker.heartbeat_arrived_at,
-                                   broker.last_heartbeat))
+            # Liveness read again under the lock (its database never waits for it), so a heartbeat that
+            # committed since the look above wins; conditional on the registration, so does a re-registration.
+            for broker_id, epoch, broker_state, row in _dead_registrations(is_dead, alive_states):
+                if Broker.objects.filter(broker_id=broker_id, state=broker_state,
+                                         registration_epoch=epoch).update(state=BrokerState.FENCED):
+                    election.on_broker_gone(broker_id, election.live_broker_ids())
+                    fenced.append((broker_id, row))
             if fenced:
                 metadata.bump(state)
-        for broker_id, lost_at, arrived_at, last_heartbeat in fenced:
+        for broker_id, row in fenced:
+            lost_at, arrived_at, last_heartbeat = ((row.connection_lost_at, row.heartbeat_arrived_at,
+                                                    row.last_heartbeat) if row else (None, None, None))
             if lost_at is not None and (arrived_at is None or arrived_at < lost_at):
                 log.warning("fenced broker %s: its connection closed %s ago and no heartbeat followed", broker_id,
                             now - lost_at)
             else:
                 log.warning("fenced broker %s: no heartbeat for %s", broker_id, now - last_heartbeat
                             if last_heartbeat else self.session_timeout)
-        return [broker_id for broker_id, *_ in fenced]
+        return [broker_id for broker_id, _ in fenced]
+
+    def _death_rule(self, now: datetime, watching_since: datetime) -> Callable[[BrokerLiveness | None], bool]:
+        """Whether a registration with this liveness (None: none written) is dead, judged at `now`."""
+        heard_until = min(now, self._newest_heartbeat)  # not None: watching_since is set
+        lost_cutoff = heard_until - self.heartbeat_interval
+        session_cutoff = now - self.session_timeout
+        silence_counts = watching_since < session_cutoff  # a full session watched: silence is the broker's own
+
+        def is_dead(row: BrokerLiveness | None) -> bool:
+            if row is None or row.last_heartbeat is None:
+                return silence_counts
+            lost = row.connection_lost_at
+            # Arrival, not write: a heartbeat sent before the death may be written after the hang-up was seen.
+            hung_up = (lost is not None and lost <= lost_cutoff
+                       and (row.heartbeat_arrived_at is None or row.heartbeat_arrived_at < lost))
+            return hung_up or (silence_counts and row.last_heartbeat < session_cutoff)
+
+        return is_dead
 
     def elect_offline_partitions(self) -> bool:
         """Elect leaders for leaderless partitions, once per metadata version (nothing else can help them)."""

@@ -6,6 +6,7 @@ shutdown waiting for the controller to move leadership away."""
 import asyncio
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote
 
@@ -36,9 +37,13 @@ class FakePlane:
         self.registrations = 0
         self.heartbeat_state = "running"
         self.requests: list[tuple[str, str, dict | None]] = []
+        self.arrivals: list[float] = []
+        """time.monotonic() of each request, in the order of `requests`."""
         self.headers: list[dict[str, str]] = []
         """The headers of each request, in the order of `requests`."""
         self._recording = threading.Lock()
+        self.snapshot_delay_s = 0.0
+        """How long the first image (a snapshot request) takes to answer."""
         self.on_shutting_down = lambda: None
         """Called on each heartbeat that says the broker is shutting down (the controller's reaction)."""
         plane = self
@@ -66,6 +71,8 @@ class FakePlane:
                 if "/session" in self.path:
                     return self._answer(200, {"watching": False})  # a server that cannot see hang-ups
                 query = dict(p.split("=") for p in self.path.split("?")[1].split("&")) if "?" in self.path else {}
+                if "since" not in query:
+                    time.sleep(plane.snapshot_delay_s)
                 with plane.changed:  # /metadata/changes
                     plane.changed.wait_for(lambda: plane.version > int(query.get("since", -1)),
                                            int(query.get("wait_ms", 0)) / 1000)
@@ -96,6 +103,7 @@ class FakePlane:
     def record(self, method: str, path: str, body: dict | None, headers) -> None:
         with self._recording:  # requests and headers stay aligned when handler threads interleave
             self.requests.append((method, path, body))
+            self.arrivals.append(time.monotonic())
             self.headers.append(dict(headers))
 
     def answer_for(self, query: dict) -> dict:
@@ -220,6 +228,50 @@ def test_a_session_is_opened_for_each_registration(plane):
             plane.heartbeat_state = "fenced"
             await until(lambda: len(sessions()) == 2)  # re-registered: a session for the new epoch at once
             assert "registration_epoch=2&" in sessions()[1]
+        finally:
+            await store.stop()
+
+    asyncio.run(scenario())
+
+
+def test_heartbeats_go_on_while_the_event_loop_is_held_and_stop_ends_their_thread(plane):
+    """The heartbeats' own thread (interval 50 ms here) keeps sending while a callback holds the broker's loop
+    for 20 intervals; the fenced answer that arrives meanwhile is acted on (a registration) once the loop is
+    free, and `stop()` joins the thread."""
+    async def scenario():
+        store = ClusterMetadataStore(settings(plane.url))
+        await store.start()
+        try:
+            plane.heartbeat_state = "fenced"
+            held_from = time.monotonic()
+            time.sleep(1.0)  # a callback holding the loop (e.g. applying a large metadata change)
+            held_until = time.monotonic()
+            during = [(path, body) for (_, path, body), at in zip(plane.requests, plane.arrivals, strict=True)
+                      if "/heartbeat" in path and held_from <= at <= held_until]
+            assert len(during) >= 2 and all(body["registration_epoch"] == 1 for _, body in during)  # before: none
+            assert plane.registrations == 1  # re-registering is the loop's work: not while it is held
+            await until(lambda: plane.registrations == 2)
+            assert store.registration_epoch == 2
+            await until(lambda: any(b["registration_epoch"] == 2 for _, p, b in plane.requests if "/heartbeat" in p))
+        finally:
+            await store.stop()
+        assert not [t for t in threading.enumerate() if t.name == "broker-2-heartbeats"]
+
+    asyncio.run(scenario())
+
+
+def test_heartbeats_start_with_the_registration_not_after_the_first_image(plane):
+    """Loading the first image takes longer than a session at 100,000 partitions: heartbeats go on meanwhile."""
+    async def scenario():
+        plane.snapshot_delay_s = 1.0
+        store = ClusterMetadataStore(settings(plane.url))
+        await store.start()
+        try:
+            [snapshot_at] = [at for (method, path, _), at in zip(plane.requests, plane.arrivals, strict=True)
+                             if method == "GET" and "/metadata/changes" in path and "since" not in path]
+            heartbeats = [at for (_, path, _), at in zip(plane.requests, plane.arrivals, strict=True)
+                          if "/heartbeat" in path and snapshot_at <= at <= snapshot_at + plane.snapshot_delay_s]
+            assert heartbeats  # every 50 ms; before, none until the image was loaded
         finally:
             await store.stop()
 

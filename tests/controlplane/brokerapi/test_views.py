@@ -11,6 +11,7 @@ from django.test import Client
 from django.utils import timezone
 
 from controlplane.cluster.models import Broker, BrokerState, ControllerState
+from controlplane.liveness.models import BrokerLiveness
 from controlplane.topics.models import Partition, Topic
 from controlplane.topics.services import create_topic
 
@@ -119,10 +120,10 @@ def test_heartbeat_of_running_broker(client, three_brokers):
 
 @pytest.mark.parametrize(("broker_id", "epoch"), [(2, 0), (2, 2), (9, 1)])
 def test_heartbeat_with_other_epoch_or_unknown_broker_is_stale(client, three_brokers, broker_id, epoch):
-    before = Broker.objects.get(broker_id=2).last_heartbeat
+    before = BrokerLiveness.objects.get(broker_id=2).last_heartbeat
     status, answer = call(client, "POST", f"/brokers/{broker_id}/heartbeat", {"registration_epoch": epoch})
     assert (status, answer["error"]) == (409, "STALE_BROKER_EPOCH")
-    assert Broker.objects.get(broker_id=2).last_heartbeat == before
+    assert BrokerLiveness.objects.get(broker_id=2).last_heartbeat == before
 
 
 def test_fenced_broker_learns_it_must_register_again(client, three_brokers):
@@ -251,7 +252,7 @@ def test_broker_hanging_up_its_session_is_recorded_as_connection_loss(client, th
         status, body = session(client, 1, three_brokers[1], server_end)
     assert (status, body) == (204, None)
     assert time.monotonic() - started < 5  # noticed at once, not after the 20 s hold
-    lost = dict(Broker.objects.values_list("broker_id", "connection_lost_at"))
+    lost = dict(BrokerLiveness.objects.values_list("broker_id", "connection_lost_at"))
     assert lost[1] is not None and lost[2] is None and lost[3] is None
 
 
@@ -261,7 +262,7 @@ def test_a_session_kept_open_is_answered_after_its_hold_and_records_nothing(clie
         started = time.monotonic()
         assert session(client, 1, three_brokers[1], server_end, hold_ms=200) == (200, {"watching": True})
         assert time.monotonic() - started >= 0.2
-    assert not Broker.objects.filter(connection_lost_at__isnull=False).exists()
+    assert not BrokerLiveness.objects.filter(connection_lost_at__isnull=False).exists()
 
 
 def test_a_session_of_an_old_or_fenced_registration_is_refused(client, three_brokers):
@@ -285,9 +286,9 @@ def test_session_with_bad_parameters_is_invalid(client, query):
 
 
 def test_registering_again_clears_the_connection_loss(client, three_brokers):
-    Broker.objects.filter(broker_id=1).update(connection_lost_at=timezone.now())
+    BrokerLiveness.objects.filter(broker_id=1).update(connection_lost_at=timezone.now())
     register(client, 1)
-    assert Broker.objects.get(broker_id=1).connection_lost_at is None
+    assert BrokerLiveness.objects.get(broker_id=1).connection_lost_at is None
 
 
 #

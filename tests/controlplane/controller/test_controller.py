@@ -11,6 +11,7 @@ from django.core.management.base import CommandError
 from controlplane.cluster import services
 from controlplane.cluster.models import Broker, BrokerState, ControllerState
 from controlplane.controller.controller import Controller, NotControllerError
+from controlplane.liveness.models import BrokerLiveness
 from controlplane.topics.models import Partition, Topic
 from controlplane.topics.services import alter_configs, create_topic
 
@@ -337,21 +338,21 @@ def test_a_closed_session_fences_only_after_a_heartbeat_interval_the_path_carrie
 
 
 @pytest.mark.parametrize(("arrived_ms", "committed_ms", "fenced"), [
-    (-100, 300, True),   # sent before the death, waited for SQLite's write lock, committed after the hang-up
+    (-100, 300, True),   # sent before the death, written after the hang-up (a busy web process)
     (100, 300, False),   # sent after the hang-up was seen: the broker lives (its session request timed out)
     (-100, -50, True),   # the plain case: the last heartbeat came and went before the hang-up
 ], ids=["arrived_before_committed_after", "arrived_after", "arrived_and_committed_before"])
 def test_a_heartbeat_follows_a_hang_up_only_if_it_arrived_after_it(brokers, clock, arrived_ms, committed_ms, fenced):
-    """`last_heartbeat` is the commit time (`services.heartbeat` stamps it once it holds the write lock, shown in
-    tests/controlplane/cluster/test_liveness_writes.py); whether a heartbeat followed the loss is decided by
-    its arrival (`heartbeat_arrived_at`), on the web process's clock like the hang-up itself."""
+    """`last_heartbeat` is the write time (`liveness.heartbeat` stamps it once it holds the liveness database's
+    lock); whether a heartbeat followed the loss is decided by its arrival (`heartbeat_arrived_at`), on the web
+    process's clock like the hang-up itself."""
     controller = make_controller(clock)
     controller.tick()
     run(controller, clock, brokers, SESSION_MS)
     lost_at = clock() + timedelta(milliseconds=200)
     clock.now = lost_at + timedelta(milliseconds=arrived_ms)
     services.heartbeat(1, brokers[1], now=clock())
-    Broker.objects.filter(broker_id=1).update(last_heartbeat=lost_at + timedelta(milliseconds=committed_ms))
+    BrokerLiveness.objects.filter(broker_id=1).update(last_heartbeat=lost_at + timedelta(milliseconds=committed_ms))
     services.connection_lost(1, brokers[1], now=lost_at)
     clock.now = max(clock.now, lost_at)
     run(controller, clock, brokers, HEARTBEAT_MS + 2 * TICK_MS, but=(1,))
@@ -368,7 +369,7 @@ def commit_ms(commits: list[tuple[int, int]], broker_id: int, stamp_ms: int) -> 
 def test_connection_loss_of_an_old_registration_is_not_recorded(brokers, clock):
     services.register_broker(1, "PLAINTEXT://127.0.0.1:9091", None, [], now=clock())
     assert not services.connection_lost(1, brokers[1], now=clock())
-    assert Broker.objects.get(broker_id=1).connection_lost_at is None
+    assert BrokerLiveness.objects.get(broker_id=1).connection_lost_at is None
 
 
 #

@@ -37,8 +37,8 @@ LOAD_S = 4.0
 PARTITIONS = 3
 SLOW_LINE = re.compile(r"^(\S+ \S+) WARNING brokerd\.slow_callbacks: slow callback: (.*) held the loop ([\d.]+) ms",
                        re.MULTILINE)
-NOT_DATA_PATH = ("'cp-metadata'", "'cp-heartbeat'", "'cp-session'", "'metrics-publisher'")
-"""The control plane's long polls and heartbeats and the metrics round: not produce, fetch or replication."""
+NOT_DATA_PATH = ("'cp-metadata'", "'cp-session'", "'metrics-publisher'")
+"""The control plane's metadata long poll and session request, and the metrics round: not produce, fetch or replication."""
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ PRODUCE = "task 'PRODUCE from 127.0.0.1' Dispatcher.dispatch"
     ([("12:00:01,000", READ, 10.1), ("12:00:01,200", READ, 5.9)], 0),  # two machine hiccups
     ([("12:00:01,000", READ, 10.1), ("12:00:01,200", READ, 5.9), ("12:00:02,000", READ, 7.0)], 3),
     ([("12:00:01,000", PRODUCE, 58.1), ("12:00:01,500", READ, 6.0), ("12:00:02,000", PRODUCE, 6.2)], 0),
-    ([("12:00:01,000", "task 'cp-heartbeat' Heartbeat.run", 9.0)] * 3, 0),  # not the data path
+    ([("12:00:01,000", "task 'cp-session' ClusterMetadataStore._session_loop", 9.0)] * 3, 0),  # not the data path
     ([("11:59:59,000", PRODUCE, 9.0), ("12:00:01,000", PRODUCE, 9.0), ("12:00:11,000", PRODUCE, 9.0)], 0),  # outside
     ([("12:00:01,000", f"task 'PRODUCE from 127.0.0.1' at connection.py:{n}", 9.0) for n in (1, 2, 3)], 3),
 ])

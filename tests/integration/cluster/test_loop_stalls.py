@@ -38,7 +38,7 @@ PARTITIONS = 3
 SLOW_LINE = re.compile(r"^(\S+ \S+) WARNING brokerd\.slow_callbacks: slow callback: (.*) held the loop ([\d.]+) ms",
                        re.MULTILINE)
 NOT_DATA_PATH = ("'cp-metadata'", "'cp-session'", "'metrics-publisher'")
-"""The control plane's metadata long poll and session request, and the metrics round: not produce, fetch or replication."""
+"""The control plane's metadata long poll and session request, and the metrics round: not the data path."""
 
 
 @pytest.fixture(scope="module")

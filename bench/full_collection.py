@@ -22,7 +22,8 @@ import types
 
 from kio.index import load_request_schema, load_response_schema
 
-from bench.idle_loop_holds import _image, _open_sessions, _replica_manager
+from bench.idle_loop_holds import _open_sessions, _replica_manager
+from bench.replica_roles import _image
 from brokerd.protocol.api_keys import ApiKey
 from brokerd.protocol.responses import response_schema
 from brokerd.server.handlers import topic_metadata
@@ -50,7 +51,7 @@ def _full_collection_ms() -> float:
 
 def main() -> None:
     partitions = int(os.environ.get("BENCH_IDLE_PARTITIONS", "100000"))
-    image = _image(partitions)
+    image = _image(partitions, epoch=1)
     replicas = _replica_manager(image, 30_000)
     gc.collect()
     gc.freeze()  # as the broker does once its replicas exist

@@ -22,18 +22,15 @@ import logging
 import os
 import time
 import types
-import uuid
 from collections import defaultdict
 
+from bench.replica_roles import _image, _Images
 from brokerd import slow_callbacks
-from brokerd.metadata.image import BrokerEndpoint, ClusterImage, PartitionAssignment, TopicMetadata
+from brokerd.metadata.image import ClusterImage
 from brokerd.replication.config import ReplicationConfig
 from brokerd.replication.partition import Partition
 from brokerd.replication.replica_manager import ReplicaManager
 from brokerd.server.handlers import fetch
-
-BROKERS = tuple(BrokerEndpoint(node, "127.0.0.1", 1) for node in (1, 2, 3))
-PARTITIONS_PER_TOPIC = 10
 
 
 class _IdleLog:
@@ -44,14 +41,6 @@ class _IdleLog:
 
     def tail_batch_headers(self, _max_bytes: int) -> tuple:
         return ()
-
-
-class _Images:
-    def __init__(self, image: ClusterImage) -> None:
-        self.image = image
-
-    def add_listener(self, _listener) -> None:
-        pass
 
 
 class _Holds(logging.Handler):
@@ -66,16 +55,6 @@ class _Holds(logging.Handler):
             self.by_what["garbage collection"].append(record.args[2])
         else:
             self.by_what[record.args[0].split(" at ")[0]].append(record.args[1])
-
-
-def _image(partitions: int) -> ClusterImage:
-    topics = {}
-    for t in range(partitions // PARTITIONS_PER_TOPIC):
-        name = f"t{t}"
-        topics[name] = TopicMetadata(name, str(uuid.uuid5(uuid.NAMESPACE_OID, name)), tuple(
-            PartitionAssignment(p, 1 + (t * PARTITIONS_PER_TOPIC + p) % 3, 1, (1, 2, 3), (1, 2, 3), 1)
-            for p in range(PARTITIONS_PER_TOPIC)))
-    return ClusterImage("bench", 1, BROKERS, topics)
 
 
 def _replica_manager(image: ClusterImage, lag_ms: int) -> ReplicaManager:
@@ -119,7 +98,7 @@ async def _idle_follower(replicas: ReplicaManager, image: ClusterImage, follower
 
 
 async def _run(partitions: int, seconds: float, lag_ms: int, wait_ms: int, report_ms: float) -> None:
-    image = _image(partitions)
+    image = _image(partitions, epoch=1)
     replicas = _replica_manager(image, lag_ms)
     _open_sessions(replicas)
     gc.collect()

@@ -61,12 +61,14 @@ class _Images:
         return 1000 * (time.perf_counter() - started)
 
 
-def _image(partitions: int, brokers: tuple[BrokerEndpoint, ...] = BROKERS, version: int = 1) -> ClusterImage:
+def _image(partitions: int, brokers: tuple[BrokerEndpoint, ...] = BROKERS, version: int = 1, epoch: int = 0
+           ) -> ClusterImage:
+    """Topics of 10 partitions, RF 3 over brokers 1-3, leaders spread evenly, at leader and partition `epoch`."""
     topics = {}
     for t in range(partitions // 10):
         name = f"t{t}"
         topics[name] = TopicMetadata(name, str(uuid.uuid5(uuid.NAMESPACE_OID, name)), tuple(
-            PartitionAssignment(p, 1 + (t * 10 + p) % 3, 0, (1, 2, 3), (1, 2, 3), 0) for p in range(10)))
+            PartitionAssignment(p, 1 + (t * 10 + p) % 3, epoch, (1, 2, 3), (1, 2, 3), epoch) for p in range(10)))
     return ClusterImage("bench", 1, brokers, topics, metadata_version=version)
 
 

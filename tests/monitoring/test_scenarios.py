@@ -129,21 +129,28 @@ def committing_until(monitor: LagMonitor, group: str, step, condition, message: 
 
 def test_a_slow_consumer_warns_then_errs_when_it_stalls(broker, monitor):
     topic, group = new_topic(broker, monitor), f"g-{uuid.uuid4().hex[:8]}"
-    produce(broker, topic, 40)
     consumer = group_consumer(broker, group)
-    committed = [0]
+    committed, produced = [0], [0]
+
+    def grow(count: int) -> None:
+        """Produce `count` more and wait until the monitor's head shows them, so that the next commit's lag is
+        measured against the new head however slowly the heads are refreshed under load."""
+        produce(broker, topic, count)
+        produced[0] += count
+        wait_until(lambda: (monitor.topic_heads(topic) or [0])[0] >= produced[0], 10,
+                   message=f"the monitor to see {topic}'s head at {produced[0]}")
 
     def fall_behind():  # 40 produced per commit, 5 consumed: the lag grows at every commit
+        grow(40)
         committed[0] += 5
         commit(consumer, topic, committed[0])
-        produce(broker, topic, 40)
 
     warned = committing_until(monitor, group, fall_behind, lambda r: r.status is Status.WARN, "WARN")
     assert partition_statuses(warned) == [Status.WARN]
 
     def stuck():  # keeps committing the same offset while the log grows
+        grow(10)
         commit(consumer, topic, committed[0])
-        produce(broker, topic, 10)
 
     stalled = committing_until(monitor, group, stuck, lambda r: r.status is Status.ERR, "ERR")
     assert partition_statuses(stalled) == [Status.STALL]

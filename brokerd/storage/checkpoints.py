@@ -17,7 +17,8 @@ falls back to a full recovery), never trusted partially.
 
 `OffsetCheckpointFile` rewrites an offset checkpoint only when its content changed since this process last
 wrote it durably (maintenance passes every second would otherwise rewrite and fsync files of one line per
-partition for nothing).
+partition for nothing), and keeps the mapping and its lines so that a caller updates only the changed entries.
+Entries are written in the order they were added (the format does not order them; readers build a mapping).
 """
 
 import logging
@@ -94,35 +95,58 @@ def write_offsets(path: Path, offsets: Mapping[tuple[str, int], int]) -> None:
 
 
 class OffsetCheckpointFile:
-    """One offset checkpoint file, written (`write_offsets`) only when its content changed.
+    """One offset checkpoint file, written only when its content changed: either given a whole mapping
+    (`write`) or kept as a mapping updated entry by entry (`set`, `discard`) and written by `write_if_changed`,
+    so that a caller tracking which entries changed never rebuilds or compares the whole mapping.
 
-    Invariant: `_durable` is the mapping the file is known to hold durably — written, the file and its
-    directory fsynced, by this object — or None when that is not known (nothing written yet in this process,
-    or the last write failed at any step). `write` skips a mapping only when it equals `_durable`, so a skip
-    never leaves the file behind any value (no offset goes backwards, and a partition added or removed is a
-    different mapping), and a failed write is retried by the next call. The file is not trusted as read at
-    startup: a rename not yet made durable by the directory fsync could still be undone by a crash, so the
-    first `write` of a process always writes.
+    Invariant: `_durable` is True only while the file durably holds exactly `_offsets` — written, the file and
+    its directory fsynced, by this object, with no entry changed since — and False when that is not known
+    (nothing written yet in this process, the last write failed at any step, or an entry changed). A write is
+    skipped only while `_durable` holds, so a skip never leaves the file behind any value (no offset goes
+    backwards, and a partition added or removed is a change), and a failed write is retried by the next call.
+    The file is not trusted as read at startup: a rename not yet made durable by the directory fsync could
+    still be undone by a crash, so the first write of a process always writes.
 
     Not thread-safe: one writer (the log maintenance pass, or shutdown after it stopped).
     """
 
-    __slots__ = ("path", "_durable")
+    __slots__ = ("path", "_offsets", "_lines", "_durable")
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._durable: dict[tuple[str, int], int] | None = None
+        self._offsets: dict[tuple[str, int], int] = {}
+        self._lines: dict[tuple[str, int], str] = {}
+        """Each entry's line as written, kept with it, so that a write joins lines instead of formatting every
+        entry (entries in the order they were added: the format does not order them)."""
+        self._durable = False
+
+    def set(self, partition: tuple[str, int], offset: int) -> None:
+        if self._offsets.get(partition) != offset:
+            self._offsets[partition] = offset
+            self._lines[partition] = f"{partition[0]} {partition[1]} {offset}\n"
+            self._durable = False
+
+    def discard(self, partition: tuple[str, int]) -> None:
+        if self._offsets.pop(partition, None) is not None:
+            del self._lines[partition]
+            self._durable = False
+
+    def write_if_changed(self) -> bool:
+        """Write the mapping atomically and durably unless the file already holds exactly it; True if written.
+        Raises what the write raises (OSError), the file then counting as changed."""
+        if self._durable:
+            return False
+        write_atomically(self.path, f"{VERSION}\n{len(self._lines)}\n{''.join(self._lines.values())}".encode())
+        self._durable = True
+        return True
 
     def write(self, offsets: Mapping[tuple[str, int], int]) -> bool:
-        """Write `offsets` atomically and durably unless the file already holds exactly them; True if written.
-        Raises what the write raises (OSError), remembering nothing."""
-        offsets = dict(offsets)
-        if offsets == self._durable:
-            return False
-        self._durable = None
-        write_offsets(self.path, offsets)
-        self._durable = offsets
-        return True
+        """Write exactly `offsets` unless the file already holds exactly them; True if written."""
+        for partition in self._offsets.keys() - offsets.keys():
+            self.discard(partition)
+        for partition, offset in offsets.items():
+            self.set(partition, offset)
+        return self.write_if_changed()
 
 
 def read_offsets(path: Path) -> dict[tuple[str, int], int]:

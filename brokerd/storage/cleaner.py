@@ -44,11 +44,11 @@ class LogCleaner:
         with self._lock:
             self._first_dirty.update(checkpoints.read_offsets(log_dir / CHECKPOINT_FILE))
 
-    def checkpoint_offsets(self, logs: list[Log]) -> dict[tuple[str, int], int]:
-        """The content of the `CHECKPOINT_FILE` of the dir holding `logs`: each one's first dirty offset."""
+    def checkpoint_offsets(self) -> dict[tuple[str, int], int]:
+        """Each known partition's first dirty offset (a `CHECKPOINT_FILE` holds those of its dir's logs): only
+        compacted logs have one, so this is small however many logs the broker has."""
         with self._lock:
-            return {(log.topic, log.partition): self._first_dirty[(log.topic, log.partition)]
-                    for log in logs if (log.topic, log.partition) in self._first_dirty}
+            return dict(self._first_dirty)
 
     def forget(self, log: Log) -> None:
         with self._lock:

@@ -85,6 +85,9 @@ class LogContext:
     maintenance_due: Callable[["Log"], None]
     """Called (under the log's lock) when the log gets work for a maintenance pass: a rolled segment to flush,
     files to delete later, or unflushed messages under a finite `flush.ms` (see `Log.maintenance_pending`)."""
+    checkpoint_changed: Callable[["Log"], None]
+    """Called when a value the log manager checkpoints (`log_start_offset`, `recovery_point`, `high_watermark`)
+    changed, from whichever thread changed it, so that a checkpoint pass looks only at the logs that changed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +123,11 @@ class Log:
         self.partition = partition
         self.config = config
         self.lock = threading.RLock()
-        self.log_start_offset = 0
-        self.recovery_point = 0
-        self.high_watermark = 0
-        """The replication layer's high watermark, persisted in `replication-offset-checkpoint`."""
-        self.closed = False
         self._context = context
+        self._log_start_offset = 0
+        self._recovery_point = 0
+        self._high_watermark = 0
+        self.closed = False
         self._segments: list[LogSegment] = []
         self._base_offsets: list[int] = []
         self._unflushed_messages = 0
@@ -143,6 +145,39 @@ class Log:
     @property
     def log_dir(self) -> LogDirectory:
         return self._context.log_dir
+
+    # The three checkpointed offsets: setting one to a new value tells the manager (`checkpoint_changed`).
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @log_start_offset.setter
+    def log_start_offset(self, offset: int) -> None:
+        if offset != self._log_start_offset:
+            self._log_start_offset = offset
+            self._context.checkpoint_changed(self)
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @recovery_point.setter
+    def recovery_point(self, offset: int) -> None:
+        if offset != self._recovery_point:
+            self._recovery_point = offset
+            self._context.checkpoint_changed(self)
+
+    @property
+    def high_watermark(self) -> int:
+        """The replication layer's high watermark, persisted in `replication-offset-checkpoint`."""
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        if offset != self._high_watermark:
+            self._high_watermark = offset
+            self._context.checkpoint_changed(self)
 
     @property
     def log_end_offset(self) -> int:

@@ -13,8 +13,9 @@ Maintenance (`run_maintenance`, a pass every `maintenance_interval_ms`): retenti
 visits every log once per `retention_check_interval_ms` (Kafka's `log.retention.check.interval.ms`, 5 min by
 default; the first pass always); flushes (after a roll, `flush.ms`) and delayed file deletions visit only the logs
 that asked for them (`LogContext.maintenance_due`), each until `Log.maintenance_pending` says it has nothing
-left; the cleaner looks at the compacted logs; the checkpoints are written every pass (only files whose content
-changed). An idle log thus costs a pass nothing but its checkpoint entries. Durability is unchanged: the
+left; the cleaner looks at the compacted logs; the checkpoints are brought up to date every pass from the logs whose
+checkpointed offsets changed, were added or removed since the last one (`LogContext.checkpoint_changed`), and only
+files whose content changed are written. An idle log thus costs a pass nothing. Durability is unchanged: the
 recovery point still moves only by a flush, and a rolled segment is still flushed by the next pass.
 
 Creating logs (`create_logs`, a batch: what one metadata image brings): a created log is durable before it
@@ -67,6 +68,8 @@ META_PROPERTIES_FILE = "meta.properties"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
 HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
+_OFFSET_FILES = (RECOVERY_POINT_FILE, LOG_START_OFFSET_FILE, HIGH_WATERMARK_FILE)
+"""The checkpoints of the logs' own offsets, kept up to date from the logs that changed (`_write_checkpoints`)."""
 DELETE_DIR_SUFFIX = "-delete"
 CREATE_WORKERS = 32
 """Threads making a batch of new logs durable at once (see "Creating logs")."""
@@ -127,6 +130,11 @@ class LogManager:
                     (RECOVERY_POINT_FILE, LOG_START_OFFSET_FILE, HIGH_WATERMARK_FILE, CLEANER_CHECKPOINT_FILE)}
             for d in self.log_dirs}
         """Each log dir's offset checkpoint files, by file name (written by `write_checkpoints`)."""
+        self._checkpoint_changes: set[Log] = set()
+        """The logs added, removed, or with a checkpointed offset changed since the last checkpoint pass took the
+        set (`LogContext.checkpoint_changed`), guarded by `_checkpoint_changes_lock` (taken after a log's lock,
+        never before it)."""
+        self._checkpoint_changes_lock = threading.Lock()
         self._lock = threading.Lock()
         self._maintenance_lock = threading.Lock()
         self._stop = threading.Event()
@@ -166,6 +174,7 @@ class LogManager:
             log = Log.open(child, tp[0], tp[1], self._config_for(tp[0]), self._context(log_dir), state)
             with self._lock:
                 self._logs[tp] = log
+            self._checkpoint_changed(log)
         marker.unlink(missing_ok=True)
         if clean:
             checkpoints.fsync_dir(log_dir.path)
@@ -211,11 +220,15 @@ class LogManager:
     # --- logs ------------------------------------------------------------------------------------------
 
     def _context(self, log_dir: LogDirectory) -> LogContext:
-        return LogContext(self.clock, self.handles, log_dir, self._maintenance_due)
+        return LogContext(self.clock, self.handles, log_dir, self._maintenance_due, self._checkpoint_changed)
 
     def _maintenance_due(self, log: Log) -> None:
         with self._due_lock:
             self._due.add(log)
+
+    def _checkpoint_changed(self, log: Log) -> None:
+        with self._checkpoint_changes_lock:
+            self._checkpoint_changes.add(log)
 
     def _config_for(self, topic: str) -> LogConfig:
         config = self._topic_configs.get(topic)
@@ -315,6 +328,8 @@ class LogManager:
                 log.config = self._config_for(spec.topic)  # a config change while it was created
                 self._logs[key] = created[key] = log
                 self._stored_topic_ids[key] = spec.topic_id
+        for log in created.values():
+            self._checkpoint_changed(log)
         return created
 
     def _create_durably(self, new: NewLog, log_dir: LogDirectory) -> Log | None:
@@ -357,6 +372,7 @@ class LogManager:
             return
         with self._due_lock:
             self._due.discard(log)
+        self._checkpoint_changed(log)
         with log.lock, log.log_dir.io_guard():
             log.close()
             doomed = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
@@ -468,16 +484,35 @@ class LogManager:
             self._write_checkpoints()
 
     def _write_checkpoints(self) -> None:
+        """Bring each dir's offset mappings up to date from the logs that changed since the last pass (work
+        proportional to them: an idle broker's pass costs nothing per log), then write the files whose mapping
+        differs from what they durably hold."""
+        with self._checkpoint_changes_lock:
+            changed, self._checkpoint_changes = self._checkpoint_changes, set()
+        for log in changed:
+            tp = (log.topic, log.partition)
+            files = self._checkpoint_files[id(log.log_dir)]
+            with self._lock:
+                current = self._logs.get(tp)
+            if current is log:
+                files[RECOVERY_POINT_FILE].set(tp, log.recovery_point)
+                files[LOG_START_OFFSET_FILE].set(tp, log.log_start_offset)
+                files[HIGH_WATERMARK_FILE].set(tp, log.high_watermark)
+            elif current is None or current.log_dir is not log.log_dir:
+                for name in _OFFSET_FILES:  # deleted, or re-created in another dir (which has its own change)
+                    files[name].discard(tp)
+        cleaner_offsets = self.cleaner.checkpoint_offsets()
         for log_dir in self.log_dirs:
             if not log_dir.online:
                 continue
-            logs = [(tp, log) for tp, log in self.logs() if log.log_dir is log_dir]
             files = self._checkpoint_files[id(log_dir)]
+            with self._lock:
+                cleaned = {tp: offset for tp, offset in cleaner_offsets.items()
+                           if (log := self._logs.get(tp)) is not None and log.log_dir is log_dir}
             try:
                 with log_dir.io_guard():
-                    files[RECOVERY_POINT_FILE].write({tp: log.recovery_point for tp, log in logs})
-                    files[LOG_START_OFFSET_FILE].write({tp: log.log_start_offset for tp, log in logs})
-                    files[HIGH_WATERMARK_FILE].write({tp: log.high_watermark for tp, log in logs})
-                    files[CLEANER_CHECKPOINT_FILE].write(self.cleaner.checkpoint_offsets([log for _, log in logs]))
+                    for name in _OFFSET_FILES:
+                        files[name].write_if_changed()
+                    files[CLEANER_CHECKPOINT_FILE].write(cleaned)
             except KafkaStorageError:
                 logger.warning("checkpoints of %s not written: the dir is offline", log_dir.path)

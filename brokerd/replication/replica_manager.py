@@ -65,9 +65,12 @@ ISR_CHECK_INTERVAL_MS = 250
 ISR_CHECK_SLICE = 512
 """Led partitions the ISR check looks at per event-loop step (`maybe_shrink_isr`): partitions led since the same
 moment come due together (33,334 after a 100,000-partition cluster starts), and each visit may ask a fetch session."""
-SESSION_SWEEP_INTERVAL_MS = 2_000
+SESSION_SWEEP_INTERVAL_MS = 30_000
 """Every fetch session looks at all its partitions again within this time (`FetchSessionCache.sweep_slice`, a slice at
-each ISR check): how late a follower may hear of what no event reports (retention moving a log start)."""
+each ISR check): a safety net only, since every change a follower must hear of is an event that marks the partition
+(appends, high-watermark moves, role and ISR changes, and log start moves, `LogManager.add_log_start_listener`). At
+100,000 partitions a 2 s sweep was most of an idle broker's event-loop work (a fetch looking at ~33,000 partitions per
+follower every 2 s)."""
 ACKS_ALL = -1
 CREATE_OFF_LOOP_MIN_LOGS = 8
 """An image bringing at least this many new replicas here has their logs created on a worker thread (their
@@ -134,6 +137,8 @@ class ReplicaManager:
         """`leader.replication.throttled.rate` over what this broker, as leader, sends to out-of-sync followers of
         the throttled replicas it leads (the Fetch handler asks it)."""
         self._isr_task: asyncio.Task | None = None
+        self._log_start_listener: Callable[[TopicPartition], None] | None = None
+        """Registered with the log manager while started (`_on_log_start_moved`)."""
         self._creating: set[TopicPartition] = set()
         """Replicas whose logs a worker thread is creating (`_create_off_loop`): no `Partition` yet."""
         self._creations: set[asyncio.Task] = set()
@@ -169,10 +174,22 @@ class ReplicaManager:
                 log.info("%s-%d: no longer a replica here; deleting its log", topic, index)
                 self._log_manager.delete_log(topic, index)
         self._apply(image)
-        self._isr_task = asyncio.get_running_loop().create_task(self._isr_loop(), name="isr-check")
+        loop = asyncio.get_running_loop()
+        self._isr_task = loop.create_task(self._isr_loop(), name="isr-check")
+        self._log_start_listener = lambda key: self._on_log_start_moved(loop, key)
+        self._log_manager.add_log_start_listener(self._log_start_listener)
+
+    def _on_log_start_moved(self, loop: asyncio.AbstractEventLoop, key: TopicPartition) -> None:
+        """A log's start offset moved (retention on the maintenance thread, DeleteRecords, truncation): the sessions
+        holding the partition look at it again, so its followers hear of it with the next fetch."""
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the broker is stopping
+            loop.call_soon_threadsafe(self.fetch_sessions.mark_changed, key)
 
     async def stop(self) -> None:
         self._started = False
+        if self._log_start_listener is not None:
+            self._log_manager.remove_log_start_listener(self._log_start_listener)
+            self._log_start_listener = None
         await asyncio.gather(*self._creations, return_exceptions=True)  # the logs stay, for the next start
         if self._role_slicer is not None:  # it ends at its next step; the next start applies the image in full
             await asyncio.gather(self._role_slicer, return_exceptions=True)

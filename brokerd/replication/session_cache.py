@@ -11,9 +11,9 @@ An idle follower must cost less than one look per partition per fetch, so a fetc
 `changed` partitions. A partition is **quiet** when this broker still leads it in the cached epoch, the follower
 is in its ISR and at its log end, and its high watermark and log start offset are as last sent: nothing to
 answer, and the follower caught up. Invariant: every partition of a session that is not quiet is in `changed`
-(events mark it: `mark_changed` on appends, high-watermark moves and role changes; requests mark what they
-name; the periodic sweep catches the rest, such as retention moving the log start: `sweep_slice`, called `steps`
-times per sweep, marks a slice of every session's partitions each time, so that no step costs O(partitions)),
+(events mark it: `mark_changed` on appends, high-watermark moves, role and ISR changes and log start moves;
+requests mark what they name; a slow periodic sweep is the safety net: `sweep_slice`, called `steps` times per
+sweep, marks a slice of every session's partitions each time, so that no step costs O(partitions)),
 and a partition leaves `changed` only when a fetch finds it quiet. A quiet partition is not recorded as fetched each
 time; `caught_up_ms` answers for it when the ISR check asks.
 
@@ -186,8 +186,8 @@ class FetchSessionCache:
 
     def sweep_slice(self, steps: int) -> None:
         """One of the `steps` calls of the periodic sweep: every partition of every session is looked at again by
-        a fetch within `steps` calls (what no event marks, e.g. the log start offset moved by retention, reaches
-        the followers this way), a slice per call (`FetchSession.sweep_slice`): 1/`steps` of them, not all at once."""
+        a fetch within `steps` calls (a safety net for a change no event marked), a slice per call
+        (`FetchSession.sweep_slice`): 1/`steps` of them, not all at once."""
         for session in self._by_replica.values():
             session.sweep_slice(steps)
 

@@ -88,6 +88,9 @@ class LogContext:
     checkpoint_changed: Callable[["Log"], None]
     """Called when a value the log manager checkpoints (`log_start_offset`, `recovery_point`, `high_watermark`)
     changed, from whichever thread changed it, so that a checkpoint pass looks only at the logs that changed."""
+    log_start_moved: Callable[["Log"], None]
+    """Called when `log_start_offset` changed (retention on the maintenance thread, DeleteRecords, truncation), from
+    whichever thread changed it: a leader's followers must hear of it (`LogManager.add_log_start_listener`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +160,7 @@ class Log:
         if offset != self._log_start_offset:
             self._log_start_offset = offset
             self._context.checkpoint_changed(self)
+            self._context.log_start_moved(self)
 
     @property
     def recovery_point(self) -> int:

@@ -135,6 +135,7 @@ class LogManager:
         set (`LogContext.checkpoint_changed`), guarded by `_checkpoint_changes_lock` (taken after a log's lock,
         never before it)."""
         self._checkpoint_changes_lock = threading.Lock()
+        self._log_start_listeners: list[Callable[[TopicPartition], None]] = []
         self._lock = threading.Lock()
         self._maintenance_lock = threading.Lock()
         self._stop = threading.Event()
@@ -220,7 +221,8 @@ class LogManager:
     # --- logs ------------------------------------------------------------------------------------------
 
     def _context(self, log_dir: LogDirectory) -> LogContext:
-        return LogContext(self.clock, self.handles, log_dir, self._maintenance_due, self._checkpoint_changed)
+        return LogContext(self.clock, self.handles, log_dir, self._maintenance_due, self._checkpoint_changed,
+                          self._log_start_moved)
 
     def _maintenance_due(self, log: Log) -> None:
         with self._due_lock:
@@ -229,6 +231,18 @@ class LogManager:
     def _checkpoint_changed(self, log: Log) -> None:
         with self._checkpoint_changes_lock:
             self._checkpoint_changes.add(log)
+
+    def add_log_start_listener(self, listener: Callable[[TopicPartition], None]) -> None:
+        """`listener(topic_partition)` runs whenever a log's start offset moves, on the thread that moved it (the
+        maintenance thread for retention): it must only hand the news on, thread-safely."""
+        self._log_start_listeners = [*self._log_start_listeners, listener]
+
+    def remove_log_start_listener(self, listener: Callable[[TopicPartition], None]) -> None:
+        self._log_start_listeners = [known for known in self._log_start_listeners if known is not listener]
+
+    def _log_start_moved(self, log: Log) -> None:
+        for listener in self._log_start_listeners:  # replaced whole on change: safe to iterate from any thread
+            listener((log.topic, log.partition))
 
     def _config_for(self, topic: str) -> LogConfig:
         config = self._topic_configs.get(topic)

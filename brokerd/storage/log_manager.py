@@ -503,11 +503,11 @@ class LogManager:
         differs from what they durably hold."""
         with self._checkpoint_changes_lock:
             changed, self._checkpoint_changes = self._checkpoint_changes, set()
-        for log in changed:
+        with self._lock:
+            now_held = [(log, self._logs.get((log.topic, log.partition))) for log in changed]
+        for log, current in now_held:
             tp = (log.topic, log.partition)
             files = self._checkpoint_files[id(log.log_dir)]
-            with self._lock:
-                current = self._logs.get(tp)
             if current is log:
                 files[RECOVERY_POINT_FILE].set(tp, log.recovery_point)
                 files[LOG_START_OFFSET_FILE].set(tp, log.log_start_offset)

@@ -30,7 +30,7 @@ import os
 import threading
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from brokerd.clock import Clock
@@ -85,12 +85,37 @@ class LogContext:
     maintenance_due: Callable[["Log"], None]
     """Called (under the log's lock) when the log gets work for a maintenance pass: a rolled segment to flush,
     files to delete later, or unflushed messages under a finite `flush.ms` (see `Log.maintenance_pending`)."""
-    checkpoint_changed: Callable[["Log"], None]
-    """Called when a value the log manager checkpoints (`log_start_offset`, `recovery_point`, `high_watermark`)
-    changed, from whichever thread changed it, so that a checkpoint pass looks only at the logs that changed."""
+    checkpoint_changes: "CheckpointChanges"
+    """Where a log records that a value the log manager checkpoints changed, so that a checkpoint pass looks only
+    at the logs that changed."""
     log_start_moved: Callable[["Log"], None]
     """Called when `log_start_offset` changed (retention on the maintenance thread, DeleteRecords, truncation), from
     whichever thread changed it: a leader's followers must hear of it (`LogManager.add_log_start_listener`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointChanges:
+    """The logs whose checkpointed offsets changed since a checkpoint pass took them, one set per offset (a log
+    added or removed is put in all three by its manager). Added to from any thread without a lock (`set.add` of a
+    log, hashed by identity, is atomic); `take` hands a pass what is there without losing a concurrent change: a
+    log added meanwhile either stays for the next pass or is taken before the pass reads its offset."""
+
+    log_start_offset: set["Log"] = field(default_factory=set)
+    recovery_point: set["Log"] = field(default_factory=set)
+    high_watermark: set["Log"] = field(default_factory=set)
+
+    def add(self, log: "Log") -> None:
+        """Every offset of `log` (it was added or removed)."""
+        self.log_start_offset.add(log)
+        self.recovery_point.add(log)
+        self.high_watermark.add(log)
+
+    @staticmethod
+    def take(changed: set["Log"]) -> list["Log"]:
+        """The logs in `changed`, removed from it; the caller reads their offsets afterwards."""
+        taken = list(changed)
+        changed.difference_update(taken)
+        return taken
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +174,7 @@ class Log:
     def log_dir(self) -> LogDirectory:
         return self._context.log_dir
 
-    # The three checkpointed offsets: setting one to a new value tells the manager (`checkpoint_changed`).
+    # The three checkpointed offsets: setting one to a new value tells the manager (`checkpoint_changes`).
 
     @property
     def log_start_offset(self) -> int:
@@ -159,7 +184,7 @@ class Log:
     def log_start_offset(self, offset: int) -> None:
         if offset != self._log_start_offset:
             self._log_start_offset = offset
-            self._context.checkpoint_changed(self)
+            self._context.checkpoint_changes.log_start_offset.add(self)
             self._context.log_start_moved(self)
 
     @property
@@ -170,7 +195,7 @@ class Log:
     def recovery_point(self, offset: int) -> None:
         if offset != self._recovery_point:
             self._recovery_point = offset
-            self._context.checkpoint_changed(self)
+            self._context.checkpoint_changes.recovery_point.add(self)
 
     @property
     def high_watermark(self) -> int:
@@ -181,7 +206,7 @@ class Log:
     def high_watermark(self, offset: int) -> None:
         if offset != self._high_watermark:
             self._high_watermark = offset
-            self._context.checkpoint_changed(self)
+            self._context.checkpoint_changes.high_watermark.add(self)
 
     @property
     def log_end_offset(self) -> int:

@@ -14,7 +14,7 @@ visits every log once per `retention_check_interval_ms` (Kafka's `log.retention.
 default; the first pass always); flushes (after a roll, `flush.ms`) and delayed file deletions visit only the logs
 that asked for them (`LogContext.maintenance_due`), each until `Log.maintenance_pending` says it has nothing
 left; the cleaner looks at the compacted logs; the checkpoints are brought up to date every pass from the logs whose
-checkpointed offsets changed, were added or removed since the last one (`LogContext.checkpoint_changed`), and only
+checkpointed offsets changed, were added or removed since the last one (`LogContext.checkpoint_changes`), and only
 files whose content changed are written. An idle log thus costs a pass nothing. Durability is unchanged: the
 recovery point still moves only by a flush, and a rolled segment is still flushed by the next pass.
 
@@ -58,7 +58,7 @@ from brokerd.storage.cleaner import LogCleaner
 from brokerd.storage.config import LogConfig
 from brokerd.storage.errors import KafkaStorageError
 from brokerd.storage.file_handles import FileHandleCache
-from brokerd.storage.log import Log, LogContext, LogState
+from brokerd.storage.log import CheckpointChanges, Log, LogContext, LogState
 from brokerd.storage.log_dir import LogDirectory
 
 logger = logging.getLogger(__name__)
@@ -68,8 +68,10 @@ META_PROPERTIES_FILE = "meta.properties"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
 HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
-_OFFSET_FILES = (RECOVERY_POINT_FILE, LOG_START_OFFSET_FILE, HIGH_WATERMARK_FILE)
-"""The checkpoints of the logs' own offsets, kept up to date from the logs that changed (`_write_checkpoints`)."""
+_OFFSET_FILES = {RECOVERY_POINT_FILE: "recovery_point", LOG_START_OFFSET_FILE: "log_start_offset",
+                 HIGH_WATERMARK_FILE: "high_watermark"}
+"""The checkpoints of the logs' own offsets (file name → `Log` attribute), kept up to date from the logs whose offset
+changed (`_write_checkpoints`)."""
 DELETE_DIR_SUFFIX = "-delete"
 CREATE_WORKERS = 32
 """Threads making a batch of new logs durable at once (see "Creating logs")."""
@@ -130,11 +132,8 @@ class LogManager:
                     (RECOVERY_POINT_FILE, LOG_START_OFFSET_FILE, HIGH_WATERMARK_FILE, CLEANER_CHECKPOINT_FILE)}
             for d in self.log_dirs}
         """Each log dir's offset checkpoint files, by file name (written by `write_checkpoints`)."""
-        self._checkpoint_changes: set[Log] = set()
-        """The logs added, removed, or with a checkpointed offset changed since the last checkpoint pass took the
-        set (`LogContext.checkpoint_changed`), guarded by `_checkpoint_changes_lock` (taken after a log's lock,
-        never before it)."""
-        self._checkpoint_changes_lock = threading.Lock()
+        self._checkpoint_changes = CheckpointChanges()
+        """The logs added, removed, or with a checkpointed offset changed since the last checkpoint pass."""
         self._log_start_listeners: list[Callable[[TopicPartition], None]] = []
         self._lock = threading.Lock()
         self._maintenance_lock = threading.Lock()
@@ -175,7 +174,7 @@ class LogManager:
             log = Log.open(child, tp[0], tp[1], self._config_for(tp[0]), self._context(log_dir), state)
             with self._lock:
                 self._logs[tp] = log
-            self._checkpoint_changed(log)
+            self._checkpoint_changes.add(log)
         marker.unlink(missing_ok=True)
         if clean:
             checkpoints.fsync_dir(log_dir.path)
@@ -221,16 +220,12 @@ class LogManager:
     # --- logs ------------------------------------------------------------------------------------------
 
     def _context(self, log_dir: LogDirectory) -> LogContext:
-        return LogContext(self.clock, self.handles, log_dir, self._maintenance_due, self._checkpoint_changed,
+        return LogContext(self.clock, self.handles, log_dir, self._maintenance_due, self._checkpoint_changes,
                           self._log_start_moved)
 
     def _maintenance_due(self, log: Log) -> None:
         with self._due_lock:
             self._due.add(log)
-
-    def _checkpoint_changed(self, log: Log) -> None:
-        with self._checkpoint_changes_lock:
-            self._checkpoint_changes.add(log)
 
     def add_log_start_listener(self, listener: Callable[[TopicPartition], None]) -> None:
         """`listener(topic_partition)` runs whenever a log's start offset moves, on the thread that moved it (the
@@ -343,7 +338,7 @@ class LogManager:
                 self._logs[key] = created[key] = log
                 self._stored_topic_ids[key] = spec.topic_id
         for log in created.values():
-            self._checkpoint_changed(log)
+            self._checkpoint_changes.add(log)
         return created
 
     def _create_durably(self, new: NewLog, log_dir: LogDirectory) -> Log | None:
@@ -386,7 +381,7 @@ class LogManager:
             return
         with self._due_lock:
             self._due.discard(log)
-        self._checkpoint_changed(log)
+        self._checkpoint_changes.add(log)
         with log.lock, log.log_dir.io_guard():
             log.close()
             doomed = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
@@ -501,20 +496,18 @@ class LogManager:
         """Bring each dir's offset mappings up to date from the logs that changed since the last pass (work
         proportional to them: an idle broker's pass costs nothing per log), then write the files whose mapping
         differs from what they durably hold."""
-        with self._checkpoint_changes_lock:
-            changed, self._checkpoint_changes = self._checkpoint_changes, set()
-        with self._lock:
-            now_held = [(log, self._logs.get((log.topic, log.partition))) for log in changed]
-        for log, current in now_held:
-            tp = (log.topic, log.partition)
-            files = self._checkpoint_files[id(log.log_dir)]
-            if current is log:
-                files[RECOVERY_POINT_FILE].set(tp, log.recovery_point)
-                files[LOG_START_OFFSET_FILE].set(tp, log.log_start_offset)
-                files[HIGH_WATERMARK_FILE].set(tp, log.high_watermark)
-            elif current is None or current.log_dir is not log.log_dir:
-                for name in _OFFSET_FILES:  # deleted, or re-created in another dir (which has its own change)
-                    files[name].discard(tp)
+        changes = self._checkpoint_changes
+        for name, attribute in _OFFSET_FILES.items():
+            logs = changes.take(getattr(changes, attribute))
+            with self._lock:
+                now_held = [(log, self._logs.get((log.topic, log.partition))) for log in logs]
+            for log, current in now_held:
+                tp = (log.topic, log.partition)
+                if current is log:
+                    self._checkpoint_files[id(log.log_dir)][name].set(tp, getattr(log, attribute))
+                elif current is None or current.log_dir is not log.log_dir:
+                    # deleted, or re-created in another dir (which has its own change)
+                    self._checkpoint_files[id(log.log_dir)][name].discard(tp)
         cleaner_offsets = self.cleaner.checkpoint_offsets()
         for log_dir in self.log_dirs:
             if not log_dir.online:

@@ -10,7 +10,7 @@ too), each stamped with `time.monotonic()` (CLOCK_MONOTONIC, shared by the proce
 Prints the wake's delay after that stamp (p50, p99, max; on PostgreSQL the notification can arrive just before the
 committer's stamp: a delay below zero), then, with the thread still waiting and nothing committed for
 `BENCH_WAKE_IDLE_S` (10), the CPU this process spent per second (its watcher; the waiting thread sleeps) and on
-PostgreSQL the server's (every `postgres` process, from /proc: 10 ms ticks).
+PostgreSQL the server's (its postmaster and children, from /proc: 10 ms ticks).
 Runs on any tree that has `metadata.wait_for_version` (before/after: a `git archive` of main with this module
 copied in, run with PYTHONPATH=<tree>:<tree>/platform; the tree it ran on is printed).
 """
@@ -107,18 +107,32 @@ class Waiter:
         self._thread.join(10)
 
 
-def postgres_cpu_s() -> float:
-    """User + system CPU seconds of every `postgres` process so far."""
+def postgres_server_pid() -> int:
+    """The postmaster of the server the metadata store is on (the parent of this process's session)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (backend,) = cursor.fetchone()
+    return int(_stat(Path(f"/proc/{backend}/stat"))[1])
+
+
+def _stat(path: Path) -> list[str]:
+    """/proc/<pid>/stat's fields after the command name: state, ppid, … (utime and stime at 11 and 12)."""
+    text = path.read_text()
+    return text[text.rindex(")") + 2:].split()
+
+
+def postgres_cpu_s(postmaster: int) -> float:
+    """User + system CPU seconds so far of the server: `postmaster` and its children (sessions, workers)."""
     total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for path in Path("/proc").glob("[0-9]*/stat"):
         try:
-            text = stat.read_text()
-        except OSError:
+            fields = _stat(path)
+        except OSError:  # ended meanwhile
             continue
-        name_end = text.rindex(")")
-        if text[text.index("(") + 1:name_end] == "postgres":
-            fields = text[name_end + 2:].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+        if path.parent.name == str(postmaster) or fields[1] == str(postmaster):
+            total += int(fields[11]) + int(fields[12])
     return total * TICK_S
 
 
@@ -142,10 +156,11 @@ def main() -> None:
                 child.stdin.flush()
                 version, committed_at = child.stdout.readline().split()
                 delays.append((waiter.woken_at(int(version)) - float(committed_at)) * 1000)
-            cpu, server_cpu, began = time.process_time(), postgres_cpu_s(), time.monotonic()
+            server = postgres_server_pid() if POSTGRES else None
+            cpu, server_cpu, began = time.process_time(), server and postgres_cpu_s(server), time.monotonic()
             time.sleep(IDLE_S)  # the waiter waits; nothing commits
             elapsed = time.monotonic() - began
-            cpu, server_cpu = time.process_time() - cpu, postgres_cpu_s() - server_cpu
+            cpu, server_cpu = time.process_time() - cpu, server and postgres_cpu_s(server) - server_cpu
             waiter.stop(child)
         finally:
             child.stdin.close()

@@ -10,7 +10,9 @@ too), each stamped with `time.monotonic()` (CLOCK_MONOTONIC, shared by the proce
 Prints the wake's delay after that stamp (p50, p99, max; on PostgreSQL the notification can arrive just before the
 committer's stamp: a delay below zero), then, with the thread still waiting and nothing committed for
 `BENCH_WAKE_IDLE_S` (10), the CPU this process spent per second (its watcher; the waiting thread sleeps) and on
-PostgreSQL the server's (its postmaster and children, from /proc: 10 ms ticks).
+PostgreSQL the server's (its postmaster and children, from /proc: 10 ms ticks); last, the median wall time of a
+pure-Python task (~20 ms of CPU) in another thread, before the waiting starts and beside it: what the watcher's
+turns at the GIL cost a request thread.
 Runs on any tree that has `metadata.wait_for_version` (before/after: a `git archive` of main with this module
 copied in, run with PYTHONPATH=<tree>:<tree>/platform; the tree it ran on is printed).
 """
@@ -30,6 +32,7 @@ IDLE_S = float(os.environ.get("BENCH_WAKE_IDLE_S", "10"))
 POSTGRES = os.environ.get("BENCH_WAKE_POSTGRES")
 DATABASE = "strom_bench_wake"
 GAP_S = (0.02, 0.06)
+TASK_RUNS = 50
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 
@@ -136,6 +139,17 @@ def postgres_cpu_s(postmaster: int) -> float:
     return total * TICK_S
 
 
+def task_wall_ms(runs: int = TASK_RUNS) -> float:
+    """Median wall time of a pure-Python task of ~20 ms of CPU in this (the main) thread: what a request thread
+    of the web process loses to the watcher's turns at the GIL."""
+    walls = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        sum(i * i for i in range(400_000))
+        walls.append((time.perf_counter() - began) * 1000)
+    return statistics.median(walls)
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as var_dir:
         setup_django(var_dir)
@@ -148,6 +162,7 @@ def main() -> None:
         child = subprocess.Popen([sys.executable, "-m", "bench.metadata_wake", "commit"], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, text=True, env=os.environ)
         try:
+            task_alone = task_wall_ms()
             waiter = Waiter(metadata.current_version())
             delays = []
             for _ in range(COMMITS):
@@ -161,6 +176,7 @@ def main() -> None:
             time.sleep(IDLE_S)  # the waiter waits; nothing commits
             elapsed = time.monotonic() - began
             cpu, server_cpu = time.process_time() - cpu, server and postgres_cpu_s(server) - server_cpu
+            task_beside = task_wall_ms()
             waiter.stop(child)
         finally:
             child.stdin.close()
@@ -170,6 +186,8 @@ def main() -> None:
               f"max {max(delays):6.2f} ms")
         print(f"  idle {elapsed:.1f} s with a waiter: this process {cpu / elapsed * 1000:6.2f} ms CPU/s"
               + (f", PostgreSQL server {server_cpu / elapsed * 1000:6.2f} ms CPU/s" if POSTGRES else ""))
+        print(f"  a pure-Python task in another thread, median of {TASK_RUNS}: {task_alone:6.2f} ms alone, "
+              f"{task_beside:6.2f} ms beside the waiting")
 
 
 if __name__ == "__main__":

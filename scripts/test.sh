@@ -3,7 +3,8 @@
 # and ports are apart; most of the integration tests' time is spent waiting on brokers, not on the CPU):
 #   - the control-plane and dashboard tests on a throwaway PostgreSQL (production's database);
 #   - the rest on SQLite (the integration tests' control planes run on SQLite, `make run`'s default), then the
-#     control-plane tests of SQLite's write lock (marker sqlite_lock), which the PostgreSQL pass skips.
+#     control-plane tests of SQLite's write lock (marker sqlite_lock), which the PostgreSQL pass skips, and of
+#     what differs by database (marker sqlite_pass), which both passes run.
 # Starts its own Redis and PostgreSQL and stops them on exit. Each pass ends with its 30 slowest tests; the
 # PostgreSQL pass's output is kept in var/test-postgresql.log and printed after the SQLite pass's.
 set -euo pipefail
@@ -24,8 +25,8 @@ postgresql_pass=$!
 echo "== tests (SQLite; the control-plane and dashboard tests run meanwhile on PostgreSQL)"
 sqlite_status=0
 $BIN/pytest --ignore=tests/controlplane --ignore=tests/webui --durations=30 "$@" || sqlite_status=$?
-echo "== control-plane tests of SQLite's write lock (SQLite; skipped in the PostgreSQL pass)"
-$BIN/pytest tests/controlplane -m sqlite_lock "$@" || sqlite_status=$?
+echo "== control-plane tests of SQLite's write lock and of what differs by database (SQLite)"
+$BIN/pytest tests/controlplane -m "sqlite_lock or sqlite_pass" "$@" || sqlite_status=$?
 postgresql_status=0
 wait $postgresql_pass || postgresql_status=$?
 echo "== control-plane and dashboard tests (PostgreSQL)"

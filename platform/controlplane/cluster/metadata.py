@@ -13,27 +13,26 @@ need it: `controlplane.liveness` keeps them in a database of their own.)
 
 import contextlib
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 
 from django.conf import settings
-from django.db import OperationalError, connection, transaction
+from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from controlplane.core.errors import KafkaApiError
 from controlplane.topics.models import Partition, Topic
 
-from . import changelog
+from . import changelog, version_watch
 from .changelog import broker_configs_image
 from .models import Broker, BrokerState, ControllerState
+from .version_watch import current_version
 
 __all__ = ("WriteLockBusy", "broker_configs_image", "bump", "current_version", "image", "image_json", "liveness_write",
            "locked_state", "partition_image", "topic_image", "wait_for_version")
 
 MAX_WAIT_MS = 30_000
-POLL_STEP_S = 0.02
 
 
 def locked_state() -> ControllerState:
@@ -90,82 +89,26 @@ def liveness_write(wait_ms: int | None = None) -> Iterator[Callable[[], datetime
 
 def bump(state: ControllerState) -> int:
     """Record a change: increment the metadata version and store what changed under it in the metadata log
-    (`changelog.record`), in the caller's transaction (the caller holds `locked_state()`)."""
+    (`changelog.record`), in the caller's transaction (the caller holds `locked_state()`); waiting long polls in
+    every process are woken when it commits (`version_watch.announce`)."""
     state.metadata_version += 1
     state.save(update_fields=["metadata_version", "updated_at"])
     changelog.record(state.metadata_version)
+    version_watch.announce(state.metadata_version)
     return state.metadata_version
-
-
-def current_version() -> int:
-    return ControllerState.objects.filter(singleton=True).values_list("metadata_version", flat=True).first() or 0
-
-
-class _VersionWatcher:
-    """The one poller of a process: while any request waits for a new metadata version, one thread reads
-    the version every `POLL_STEP_S` and wakes the waiters it satisfies (changes come from other processes —
-    the controller, other web workers — so they cannot be signalled in-process). So N held long polls cost
-    one indexed single-row SELECT per 20 ms, not N. The thread ends (closing its connection) when the last
-    waiter leaves."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._waiters = 0
-        self._version: int | None = None  # last read; None until the running poller's first read
-        self._running = False
-
-    def wait(self, min_version: int, deadline: float) -> int | None:
-        """The version once it is >= `min_version`, or the last seen at `deadline` (None if none yet)."""
-        with self._changed:
-            self._waiters += 1
-            try:
-                while (self._version is None or self._version < min_version) and time.monotonic() < deadline:
-                    if not self._running:  # none yet, or the last one failed (a database error)
-                        self._running = True
-                        threading.Thread(target=self._poll, name="metadata-version-poller", daemon=True).start()
-                    self._changed.wait(deadline - time.monotonic())
-                return self._version
-            finally:
-                self._waiters -= 1
-
-    def _poll(self) -> None:
-        try:
-            while True:
-                version = current_version()
-                with self._changed:
-                    if version != self._version:
-                        self._version = version
-                        self._changed.notify_all()
-                    if self._waiters == 0:
-                        self._running = False
-                        self._version = None
-                        return
-                time.sleep(POLL_STEP_S)
-        except Exception:
-            time.sleep(POLL_STEP_S)  # a failing database: a waiter starts the next poller, not at once
-            with self._changed:
-                self._running = False
-                self._version = None
-                self._changed.notify_all()
-            raise
-        finally:
-            connection.close()
-
-
-_watcher = _VersionWatcher()
 
 
 def wait_for_version(min_version: int, wait_ms: int) -> int:
     """Block until `metadata_version >= min_version` or `wait_ms` passed; return the version last seen.
 
-    Reads the version once on the caller's connection, then waits on the process's one poller
-    (`_VersionWatcher`).
+    Reads the version once on the caller's connection, then waits on the process's one version watcher
+    (`version_watch`), woken within milliseconds of a commit in any process.
     """
     deadline = time.monotonic() + min(max(wait_ms, 0), MAX_WAIT_MS) / 1000
     version = current_version()
     if version >= min_version or wait_ms <= 0:
         return version
-    _watcher.wait(min_version, deadline)
+    version_watch.wait(min_version, deadline)
     return current_version()
 
 

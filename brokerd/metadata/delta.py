@@ -17,8 +17,10 @@ Rules (each enforced here, each a `DeltaGapError` when violated, after which the
 * partition indexes of a topic stay 0..n-1: a record may replace a partition or append the next index; a
   record leaving a gap is an error.
 
-Cost: O(records + topics) per delta (the topics mapping is copied; untouched topics are shared), never
-O(partitions).
+Cost: O(records) of Python work per delta, never a pass over the topics or partitions: untouched topics are shared
+(the new image's mappings by name and by id are flat copies of the old ones', ~35 us each at 10,000 topics), and the
+new image is told which topics changed (`ClusterImage.derived_from`), so its listeners' work is proportional to them
+too (`ClusterImage.changed_topics_since`).
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -53,6 +55,7 @@ def apply_delta(image: ClusterImage, body: Mapping, *, parse_broker: Callable[[M
     broker_configs = image.broker_configs
     topics = dict(image.topics)
     partitions: dict[str, list[PartitionAssignment]] = {}  # topics whose partitions change, copied on first use
+    changed: set[str] = set()  # topics whose entry is replaced, added or removed
     for record in body.get("records", ()):
         kind = record["type"]
         if kind == "broker":
@@ -68,8 +71,10 @@ def apply_delta(image: ClusterImage, body: Mapping, *, parse_broker: Callable[[M
             if held is not None and held.topic_id == record["topic_id"]:
                 del topics[record["name"]]
                 partitions.pop(record["name"], None)
+                changed.add(record["name"])
         elif kind == "topic":
             _apply_topic(topics, partitions, record)
+            changed.add(record["name"])
         elif kind == "partition_rows":
             for row in record["rows"]:
                 _apply_partition(topics, partitions, parse_row(row), record)
@@ -81,10 +86,12 @@ def apply_delta(image: ClusterImage, body: Mapping, *, parse_broker: Callable[[M
     for name, entries in partitions.items():
         held = topics[name]
         topics[name] = TopicMetadata(held.name, held.topic_id, tuple(entries), held.configs)
+    changed.update(partitions)
     ordered = tuple(sorted(brokers.values(), key=lambda b: b.node_id))
     return ClusterImage(cluster_id=image.cluster_id,
                         controller_id=choose_controller(ordered, body.get("controller_id", image.controller_id)),
-                        brokers=ordered, topics=topics, metadata_version=version, broker_configs=broker_configs)
+                        brokers=ordered, topics=topics, metadata_version=version, broker_configs=broker_configs,
+                        derived_from=(image, changed))
 
 
 def parse_row(row: Sequence) -> PartitionAssignment:

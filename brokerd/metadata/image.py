@@ -4,8 +4,9 @@ Invariant: partition indexes of a topic are exactly 0..len(partitions)-1, in ord
 """
 
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import weakref
+from collections.abc import Collection, Mapping
+from dataclasses import InitVar, dataclass, field
 
 from brokerd.types import BrokerId, LeaderEpoch, PartitionEpoch
 
@@ -50,6 +51,15 @@ class TopicMetadata:
 
 
 @dataclass(frozen=True, slots=True)
+class _Derivation:
+    """How an image was made from another by a delta: that image (weakly: an image never keeps the ones before it
+    alive) and the names of the topics whose entry is not that image's object (replaced, added or removed)."""
+
+    base: "weakref.ref[ClusterImage]"
+    topics: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class ClusterImage:
     cluster_id: str
     controller_id: BrokerId
@@ -60,10 +70,38 @@ class ClusterImage:
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """Dynamic broker config overrides by broker id as a string, "default" for the cluster-wide default
     (the replication throttle rates; kafkaspec.replication_throttles)."""
+    derived_from: InitVar[tuple["ClusterImage", Collection[str]] | None] = None
+    """(base, changed): `topics` are `base.topics` but for the entries named in `changed` (replaced, added or
+    removed; every other entry the same object). Makes this image's index by topic id from the base's in
+    O(changed), and lets `changed_topics_since(base)` answer without comparing every topic."""
     _by_id: Mapping[uuid.UUID, TopicMetadata] = field(init=False, repr=False, compare=False)
+    _derivation: _Derivation | None = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_id", {t.uuid: t for t in self.topics.values()})
+    def __post_init__(self, derived_from: tuple["ClusterImage", Collection[str]] | None) -> None:
+        if derived_from is None:
+            object.__setattr__(self, "_by_id", {t.uuid: t for t in self.topics.values()})
+            object.__setattr__(self, "_derivation", None)
+            return
+        base, changed = derived_from
+        by_id = dict(base._by_id)  # a copy of a flat dict: ~35 us at 10,000 topics, no per-entry work
+        for name in changed:
+            held = base.topics.get(name)
+            if held is not None and by_id.get(held.uuid) is held:
+                del by_id[held.uuid]
+        for name in changed:
+            topic = self.topics.get(name)
+            if topic is not None:
+                by_id[topic.uuid] = topic
+        object.__setattr__(self, "_by_id", by_id)
+        object.__setattr__(self, "_derivation", _Derivation(weakref.ref(base), frozenset(changed)))
+
+    def changed_topics_since(self, base: "ClusterImage") -> frozenset[str] | None:
+        """The names of the topics whose entry here is not `base`'s object (replaced, added or removed), when this
+        image was made from `base` by a delta; None otherwise (the caller compares every topic)."""
+        derivation = self._derivation
+        if derivation is None or derivation.base() is not base:
+            return None
+        return derivation.topics
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         """The topic with this id (Fetch v13+, Metadata v10+ name topics by id), None if none has it."""

@@ -422,14 +422,16 @@ class ReplicaManager:
 
     def _changed_topics(self, previous: ClusterImage | None, image: ClusterImage) -> list[str] | None:
         """The topics whose replicas `image` may give another state than `previous` (the image applied before):
-        those whose metadata differs (a delta shares the untouched ones, so this is O(topics) identity checks),
-        and the topics of the followers here whose leader's endpoint appeared, left or moved (all a replica takes
-        from the broker list: a fence or unfence alone changes no replica). None (every topic) without a previous
-        image or when the broker configs changed."""
+        those whose metadata differs (a delta from `previous` names them: O(changed); else O(topics) identity checks,
+        a delta sharing the untouched ones), and the topics of the followers here whose leader's endpoint appeared,
+        left or moved (all a replica takes from the broker list: a fence or unfence alone changes no replica). None
+        (every topic) without a previous image or when the broker configs changed."""
         if previous is None or previous.broker_configs != image.broker_configs:
             return None
-        changed = {name for name in image.topics.keys() | previous.topics.keys()
-                   if image.topics.get(name) is not previous.topics.get(name)}
+        derived = image.changed_topics_since(previous)  # a delta from `previous` names what it replaced
+        changed = set(derived) if derived is not None else {
+            name for name in image.topics.keys() | previous.topics.keys()
+            if image.topics.get(name) is not previous.topics.get(name)}
         if previous.brokers != image.brokers:
             endpoints = {b.node_id: (b.host, b.port) for b in previous.brokers}
             moved = {b.node_id for b in image.brokers if endpoints.pop(b.node_id, None) != (b.host, b.port)}
@@ -455,13 +457,8 @@ class ReplicaManager:
         takes as fenced follow only once nothing is queued: a queued leader's ISR still holds the broker its fence
         removed, and proposing it out would be refused (a stale partition epoch) for thousands of partitions."""
         fenced = frozenset(b.node_id for b in image.brokers if b.fenced)
-        own, default = image.broker_configs.get(str(self.node_id), {}), image.broker_configs.get("default", {})
-        for quota, rate, replicas in ((self.follower_quota, throttles.FOLLOWER_RATE, throttles.FOLLOWER_REPLICAS),
-                                      (self.leader_quota, throttles.LEADER_RATE, throttles.LEADER_REPLICAS)):
-            quota.configure(throttles.rate(rate, own, default), {
-                name: throttles.throttled_partitions(topic.configs[replicas], self.node_id)
-                for name, topic in image.topics.items() if topic.configs.get(replicas)})
         changed = self._changed_topics(previous, image)
+        self._configure_quotas(image, changed)
         if changed is None:  # every topic of the image, and every one held here
             visits = {name: 0 for name in (*image.topics, *self._topic_ids)}
             for key in self._partitions:
@@ -491,6 +488,23 @@ class ReplicaManager:
             self._queued_roles = (self._queued_roles[0] + led, self._queued_roles[1] + followed)
         else:
             self._log_roles(image, led, followed)
+
+    def _configure_quotas(self, image: ClusterImage, changed: Sequence[str] | None) -> None:
+        """The replication quotas' rates and throttled replicas as `image` sets them; with `changed` (the topics
+        whose metadata may differ from the image configured before, whose broker configs are the same), only those
+        topics' throttled replicas are read again."""
+        own, default = image.broker_configs.get(str(self.node_id), {}), image.broker_configs.get("default", {})
+        for quota, rate, replicas in ((self.follower_quota, throttles.FOLLOWER_RATE, throttles.FOLLOWER_REPLICAS),
+                                      (self.leader_quota, throttles.LEADER_RATE, throttles.LEADER_REPLICAS)):
+            names = image.topics if changed is None else changed
+            throttled = {} if changed is None else dict(quota.throttled)
+            for name in names:
+                topic = image.topics.get(name)
+                if topic is not None and topic.configs.get(replicas):
+                    throttled[name] = throttles.throttled_partitions(topic.configs[replicas], self.node_id)
+                else:
+                    throttled.pop(name, None)
+            quota.configure(throttles.rate(rate, own, default), throttled)
 
     def _next_slice(self, visits: dict[str, int], image: ClusterImage) -> dict[str, int]:
         """Take topics out of `visits` (in order) until they hold `ROLE_SLICE_REPLICAS` partitions (at least one

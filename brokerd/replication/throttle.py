@@ -43,6 +43,11 @@ class ReplicationQuota:
         self.rate, self._throttled = rate, throttled
 
     @property
+    def throttled(self) -> Mapping[str, Collection[int]]:
+        """What `configure` was last given: per topic, the partitions throttled here."""
+        return self._throttled
+
+    @property
     def limited(self) -> bool:
         """A rate is set: some replicas may be throttled (`is_throttled` is False for every one otherwise)."""
         return self.rate < UNTHROTTLED

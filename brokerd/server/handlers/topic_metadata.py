@@ -95,9 +95,10 @@ class _TopicEntries:
       O(partitions) but far cheaper than building);
     * the topic's offline replicas are unchanged (checked when the live brokers change).
 
-    Cost per image change: O(cached topics) dictionary checks (topics deleted or re-created are dropped then, so
-    memory is bounded by the current image's topics times the forms asked), plus a build of each changed topic
-    on first use. `_topic_response` is the oracle: every entry served equals what it builds from the current
+    Cost per image change: O(changed topics) when the image was made by a delta from the one followed before
+    (`ClusterImage.changed_topics_since`), else O(cached topics) dictionary checks (topics deleted are dropped
+    then, so memory is bounded by the current image's topics times the forms asked), plus a build of each changed
+    topic on first use. `_topic_response` is the oracle: every entry served equals what it builds from the current
     image."""
 
     def __init__(self) -> None:
@@ -136,7 +137,10 @@ class _TopicEntries:
         whose offline replicas changed. Holding `image` keeps its identity from being reused."""
         live = frozenset(b.node_id for b in image.live_brokers)
         topics = image.topics
-        if live == self._live:
+        changed = image.changed_topics_since(self._image) if self._image is not None else None
+        if live == self._live and changed is not None:  # a delta from the image followed before
+            stale = [name for name in changed if name not in topics and name in self._topics]
+        elif live == self._live:
             stale = [name for name in self._topics if name not in topics]
         else:
             stale = [name for name, forms in self._topics.items()

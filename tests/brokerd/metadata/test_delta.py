@@ -3,6 +3,7 @@ topic's partitions, an unknown record), and the store falling back to a snapshot
 against the full image as oracle, is tests/controlplane/cluster/test_changelog.py."""
 
 import asyncio
+import dataclasses
 import gc
 import json
 import threading
@@ -18,6 +19,7 @@ from .test_cluster import FakePlane, image, settings, until
 
 TOPIC_ID = "4f0e2a6c-7d1b-4c4e-9a51-0d1f6b3e2a10"
 OTHER_ID = "00000000-0000-4000-8000-000000000001"
+THIRD_ID = "00000000-0000-4000-8000-000000000002"
 
 
 def delta(since: int, version: int, *records: dict, cluster_id: str = "c1") -> dict:
@@ -42,9 +44,7 @@ def broker(broker_id: int, state: str = "running") -> dict:
 
 
 BASE = parse_image(image(1))
-
-
-@pytest.mark.parametrize(("records", "check"), [
+CASES = [
     ([broker(4)], lambda img: img.broker(4).port == 9004 and img.broker(4).rack == "r1"),
     ([broker(1, "fenced")], lambda img: img.broker(1).fenced and img.controller_id == 2),
     ([{"type": "broker_removed", "broker_id": 3}], lambda img: img.broker(3) is None),
@@ -65,10 +65,37 @@ BASE = parse_image(image(1))
     # a partition record of a topic since re-created or removed is skipped
     ([partition(0, leader=3, topic_id=OTHER_ID)], lambda img: img.partition("t", 0).leader_id == 1),
     ([partition(0, topic="gone")], lambda img: "gone" not in img.topics),
-])
+]
+
+
+@pytest.mark.parametrize(("records", "check"), CASES)
 def test_each_record_type_is_applied(records, check):
     applied = apply_body(BASE, delta(1, 2, *records))
     assert applied.metadata_version == 2 and check(applied)
+
+
+@pytest.mark.parametrize("records", [records for records, _ in CASES])
+def test_an_image_made_by_a_delta_knows_which_topics_it_changed(records):
+    """Against the oracle: the topics whose entry is not the base's object, and the index by id of the image built
+    whole (`dataclasses.replace` builds it from scratch)."""
+    base = apply_body(BASE, delta(1, 2, {"type": "topic", "name": "v", "topic_id": THIRD_ID, "configs": {}}))
+    applied = apply_body(base, delta(2, 3, *records))
+    names = base.topics.keys() | applied.topics.keys()
+    assert applied.changed_topics_since(base) == {n for n in names if applied.topics.get(n) is not base.topics.get(n)}
+    whole = dataclasses.replace(applied)
+    assert whole.changed_topics_since(base) is None and applied.changed_topics_since(BASE) is None
+    for topic in (*base.topics.values(), *applied.topics.values()):
+        assert applied.topic_by_id(topic.uuid) is whole.topic_by_id(topic.uuid)
+
+
+def test_an_image_made_by_a_delta_does_not_keep_its_base_alive():
+    base = apply_body(BASE, delta(1, 2, partition(0, leader=3)))
+    applied = apply_body(base, delta(2, 3, partition(0, leader=2)))
+    gc.collect()
+    assert applied.changed_topics_since(base) == {"t"}
+    del base
+    gc.collect()
+    assert applied._derivation.base() is None
 
 
 def test_an_empty_delta_only_moves_the_version():

@@ -13,6 +13,7 @@ from brokerd.clock import ManualClock
 from brokerd.metadata.image import BrokerEndpoint, ClusterImage, PartitionAssignment, TopicMetadata
 from brokerd.replication.replica_manager import CREATE_OFF_LOOP_MIN_LOGS, ReplicaManager
 from brokerd.storage import LogManager, topic_id_file
+from kafkaspec.replication_throttles import ALL_PARTITIONS
 from tests.brokerd.groups.stack import ScriptedMetadata
 
 BROKERS = (BrokerEndpoint(1, "127.0.0.1", 1),)
@@ -111,6 +112,66 @@ def test_a_change_visits_only_the_replicas_of_the_topics_it_changed(tmp_path, mo
         assert visited == []  # a fence changes no replica's role
         metadata.set_image(dataclasses.replace(metadata.image, broker_configs={"default": {"x": "1"}}))
         assert len(visited) == 6  # the broker configs changed: every replica is looked at again
+
+    run(tmp_path, scenario)
+
+
+class _Topics(dict):
+    """Topics that, while `walks_refused`, may be looked up by name but not walked."""
+
+    walks_refused = False
+
+    def _refuse_walk(self) -> None:
+        assert not _Topics.walks_refused, "walked every topic of the image"
+
+    def __iter__(self):
+        self._refuse_walk()
+        return dict.__iter__(self)
+
+    def keys(self):
+        self._refuse_walk()
+        return dict.keys(self)
+
+    def values(self):
+        self._refuse_walk()
+        return dict.values(self)
+
+    def items(self):
+        self._refuse_walk()
+        return dict.items(self)
+
+
+def test_a_delta_is_applied_without_a_pass_over_the_topics(tmp_path):
+    """A delta's image names the topics it replaced (`ClusterImage.derived_from`): roles and throttled replicas are
+    brought up to date from those alone, and end as an application of the whole image gives them (the oracle)."""
+    def apply_delta(metadata, **replaced: TopicMetadata) -> None:
+        before = metadata.image
+        after = ClusterImage("cluster", 1, BROKERS, _Topics({**before.topics, **replaced}), before.metadata_version + 1,
+                             derived_from=(before, replaced.keys()))
+        _Topics.walks_refused = True
+        try:
+            metadata.set_image(after)
+        finally:
+            _Topics.walks_refused = False
+
+    def quotas(replicas) -> list:
+        return [dict(q.throttled) for q in (replicas.leader_quota, replicas.follower_quota)]
+
+    async def scenario(logs, metadata, replicas):
+        throttle = {"leader.replication.throttled.replicas": "0:1,2:1", "follower.replication.throttled.replicas": "*"}
+        start = image({"a": 3, "b": 3})
+        metadata.set_image(dataclasses.replace(start, topics={
+            **start.topics, "b": dataclasses.replace(start.topics["b"], configs=throttle)}))
+        a = metadata.image.topics["a"]
+        moved = dataclasses.replace(a.partitions[1], leader_epoch=1)
+        apply_delta(metadata, a=dataclasses.replace(a, partitions=(a.partitions[0], moved, a.partitions[2]), configs={
+            **throttle, "follower.replication.throttled.replicas": "1:1"}))
+        assert replicas.leader_partition("a", 1).leader_epoch == 1
+        assert quotas(replicas) == [{"a": {0, 2}, "b": {0, 2}}, {"a": {1}, "b": ALL_PARTITIONS}]
+        apply_delta(metadata, a=dataclasses.replace(a, partitions=(a.partitions[0], moved, a.partitions[2])))
+        assert quotas(replicas) == [{"b": {0, 2}}, {"b": ALL_PARTITIONS}]
+        replicas._configure_quotas(metadata.image, None)  # every topic read again
+        assert quotas(replicas) == [{"b": {0, 2}}, {"b": ALL_PARTITIONS}]
 
     run(tmp_path, scenario)
 

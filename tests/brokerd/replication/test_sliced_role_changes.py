@@ -113,6 +113,27 @@ def test_images_arriving_while_a_fence_is_sliced_end_as_the_final_image_applied_
     assert sliced == one_shot(tmp_path, race[-1] if race else FENCE, monkeypatch)
 
 
+def test_a_leader_move_arriving_while_a_fence_is_sliced_takes_effect_in_the_step_that_applies_it(tmp_path):
+    """A one-partition leader move of a topic still queued behind the fence's slices is not queued behind them."""
+    async def main():
+        async with broker(tmp_path) as (_, metadata, replicas):
+            await hosting(metadata, replicas)
+            metadata.set_image(FENCE)
+            last = FENCE.topics[list(replicas._queued)[-1]]
+            held = next(p for p in last.partitions if p.leader_id == 2)
+            moved = dataclasses.replace(held, leader_id=1, leader_epoch=held.leader_epoch + 1,
+                                        partition_epoch=held.partition_epoch + 1)
+            metadata.set_image(image(*fence_but(3, **{last.name: dataclasses.replace(last, partitions=tuple(
+                moved if p.partition == held.partition else p for p in last.partitions))}), brokers=FENCED_3,
+                version=3))
+            led = replicas.replica(last.name, held.partition)
+            assert led.is_leader and led.leader_epoch == moved.leader_epoch and led.isr == moved.isr
+            assert replicas._queued and last.name not in replicas._queued  # the fence's other topics still wait
+            await until(lambda: not replicas._queued and replicas._role_slicer.done())
+
+    asyncio.run(main())
+
+
 def test_no_loop_step_gives_more_than_a_slice_of_replicas_their_new_role(tmp_path):
     async def main():
         async with broker(tmp_path) as (_, metadata, replicas):

@@ -113,6 +113,35 @@ def test_entries_of_deleted_topics_are_dropped():
     assert set(entries._topics) == {"a", "c"}
 
 
+class _Unwalkable(dict):
+    """Entries that may be looked up and dropped by name, never walked."""
+
+    def __iter__(self):
+        raise AssertionError("walked every cached topic")
+
+    keys = values = items = __iter__
+
+
+def test_following_a_delta_drops_deleted_topics_without_a_pass_over_the_cached_ones():
+    entries, before = _TopicEntries(), parse_image(snapshot())
+    served(entries, before)
+    after = apply_body(before, delta({"type": "topic_removed", "name": "b", "topic_id": IDS["b"]},
+                                     partitions("a", partition(1, leader=2))))
+    entries._topics = _Unwalkable(entries._topics)
+    entry = entries.get(context(12), after, after.topics["a"], TOPIC_OPERATIONS)
+    assert entry.partitions[1].leader_id == 2
+    assert dict.keys(entries._topics) == {"a", "c"}
+
+
+def test_an_image_two_deltas_on_still_drops_deleted_topics():
+    entries, before = _TopicEntries(), parse_image(snapshot())
+    served(entries, before)
+    between = apply_body(before, delta({"type": "topic_removed", "name": "b", "topic_id": IDS["b"]}))
+    after = apply_body(between, {**delta(partitions("a", partition(1, leader=2))), "since": 2, "metadata_version": 3})
+    served(entries, after)  # `between` never followed: its change is not `after`'s
+    assert set(entries._topics) == {"a", "c"}
+
+
 def test_a_one_partition_change_rebuilds_one_topic_of_many():
     entries = _TopicEntries()
     body = snapshot()

@@ -48,13 +48,18 @@ def _generated_secret(env: str, filename: str) -> str:
     if key := os.environ.get(env):
         return key
     path = VAR_DIR / filename
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:
+    if not path.exists():  # written whole under a private name, then linked: never seen empty by a process
+        # starting at the same moment (the first `make test` runs its two database passes at once)
+        draft = VAR_DIR / f".{filename}.{os.getpid()}.{secrets.token_hex(8)}"
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(secrets.token_urlsafe(50))
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass  # another process's secret came first: everyone uses that one
+        finally:
+            os.unlink(draft)
     return path.read_text().strip()
 
 

@@ -67,9 +67,13 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _header(entries: int) -> str:
+    """The version and entry-count lines every checkpoint file starts with."""
+    return f"{VERSION}\n{entries}\n"
+
+
 def _write_lines(path: Path, lines: list[str], sync: bool = True) -> None:
-    write_atomically(path, "".join(f"{line}\n" for line in [str(VERSION), str(len(lines)), *lines]).encode(),
-                     sync=sync)
+    write_atomically(path, (_header(len(lines)) + "".join(f"{line}\n" for line in lines)).encode(), sync=sync)
 
 
 def _read_lines(path: Path, fields: int) -> list[list[str]] | None:
@@ -88,10 +92,6 @@ def _read_lines(path: Path, fields: int) -> list[list[str]] | None:
     except (ValueError, IndexError):
         logger.warning("ignoring malformed checkpoint file %s", path)
         return None
-
-
-def write_offsets(path: Path, offsets: Mapping[tuple[str, int], int]) -> None:
-    _write_lines(path, [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())])
 
 
 class OffsetCheckpointFile:
@@ -136,7 +136,7 @@ class OffsetCheckpointFile:
         Raises what the write raises (OSError), the file then counting as changed."""
         if self._durable:
             return False
-        write_atomically(self.path, f"{VERSION}\n{len(self._lines)}\n{''.join(self._lines.values())}".encode())
+        write_atomically(self.path, (_header(len(self._lines)) + "".join(self._lines.values())).encode())
         self._durable = True
         return True
 

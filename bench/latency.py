@@ -165,10 +165,10 @@ def produce_at_rate(bootstrap: str, topic: str, rate: int, acks: str, seconds: f
                 producer.poll(POLL_S)
                 continue
             sent += 1
-        producer.poll(0)
-        wait = sent / rate - (now() - started)
-        if wait > 0:
-            producer.poll(min(wait, POLL_S))
+        # the records due by now are produced; wait for the next due or a delivery report, never spinning (a
+        # sub-millisecond timeout is no wait at all to librdkafka, and a spinning producer took a core from the
+        # brokers); records due meanwhile go in the next burst, as an application's would within linger.ms
+        producer.poll(POLL_S)
     elapsed = now() - started
     if producer.flush(60):
         raise RuntimeError(f"{topic}: records still undelivered 60 s after the last produce")

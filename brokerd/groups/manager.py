@@ -92,8 +92,11 @@ class GroupManager:
     # --- lookups (handlers) ----------------------------------------------------------------------------
 
     async def find_coordinator(self, group_id: str) -> BrokerEndpoint:
-        """FindCoordinator: the broker leading the group's partition (the topic is created on first use)."""
-        return await self.offsets_topic.coordinator(group_id)
+        """FindCoordinator: the broker leading the group's partition (the topic is created on first use: answered
+        once this broker's replicas of it exist)."""
+        coordinator = await self.offsets_topic.coordinator(group_id)
+        await self._replicas.created()
+        return coordinator
 
     def coordinator_for(self, group_id: str) -> GroupCoordinator:
         """This broker's coordinator of `group_id`; raises NotCoordinatorError if another broker (or none)

@@ -2,8 +2,9 @@
 and the one entry point for appends (Kafka's `ReplicaManager`).
 
 On every image (and at start) each partition this broker is a replica of gets a `Partition` (its log is
-opened or created; the new logs of an image are created in one batch, a large one off the event loop, see
-`CREATE_OFF_LOOP_MIN_LOGS`, their replicas then taking their roles a slice per loop step,
+opened or created; the new logs of an image are created in one batch on a worker thread — in place only at start,
+before anything is served, when few, see `CREATE_OFF_LOOP_MIN_LOGS` — their replicas then taking their roles a
+slice per loop step,
 `ROLE_SLICE_REPLICAS`) and becomes leader or follower at the image's leader epoch (a change to many replicas,
 e.g. a broker's fence, a slice of topics per loop step: `_apply`): a new leader stops
 fetching and wakes its acks=all waiters; a new follower joins the `ReplicaFetcher` of its leader's
@@ -73,9 +74,11 @@ each ISR check): a safety net only, since every change a follower must hear of i
 follower every 2 s)."""
 ACKS_ALL = -1
 CREATE_OFF_LOOP_MIN_LOGS = 8
-"""An image bringing at least this many new replicas here has their logs created on a worker thread (their
-`Partition`s appear once the logs are durable); fewer are created in place, one batch (about one fsync's
-time on the loop; what a small topic costs), so a client of a new small topic finds it at once."""
+"""At start (`start`: nothing served yet) an image bringing fewer new replicas here has their logs created in place,
+one batch; more, and every new log while serving, are created on a worker thread (their `Partition`s appear once the
+logs are durable): a creation's fsyncs held every broker's loop 5-75 ms each time a small topic was created (issue
+18). The CreateTopics and CreatePartitions answers wait for this broker's (`created`), so a client of a new topic
+still finds it here at once."""
 ROLE_SLICE_REPLICAS = 256
 """Replicas whose logs were created off the loop take their roles at most this many per event-loop step
 (`_create_off_loop`): measured 6-9 ms a step on a loaded 2-core machine, so 10,000 new replicas (40 steps) never
@@ -184,6 +187,12 @@ class ReplicaManager:
         holding the partition look at it again, so its followers hear of it with the next fetch."""
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the broker is stopping
             loop.call_soon_threadsafe(self.fetch_sessions.mark_changed, key)
+
+    async def created(self) -> None:
+        """Return once the logs being created when called are durable and their replicas have their roles (the
+        CreateTopics and CreatePartitions answers wait for it). Cancelling the wait leaves the creations running."""
+        if self._creations:
+            await asyncio.wait(set(self._creations))
 
     async def stop(self) -> None:
         self._started = False
@@ -470,7 +479,7 @@ class ReplicaManager:
         if not sliced:
             visits.update((name, max(count, visits.get(name, 0))) for name, count in self._queued.items())
             self._queued.clear()
-            led, followed = self._apply_topics(image, visits)
+            led, followed = self._apply_topics(image, visits, in_place=True)
         else:  # topics new here at once: visiting them only registers their logs for `_create_off_loop`
             first = {name: visits.pop(name) for name in [name for name in visits if name not in self._topic_ids]}
             first.update(self._next_slice(visits, image))
@@ -548,7 +557,8 @@ class ReplicaManager:
         self._log_roles(self._metadata.image, *self._queued_roles)
         self._queued_roles = (0, 0)
 
-    def _apply_topics(self, image: ClusterImage, visits: Mapping[str, int]) -> tuple[int, int]:
+    def _apply_topics(self, image: ClusterImage, visits: Mapping[str, int], in_place: bool = False
+                      ) -> tuple[int, int]:
         """The replicas of the topics `visits` names in the role `image` gives them, `visits[name]` saying how
         many partitions the topic had in the images applied before (those of a topic gone from `image`, or
         re-created under a new id, are dropped). Replicas still in `_creating` are left to `_create_off_loop`.
@@ -560,7 +570,7 @@ class ReplicaManager:
                     if TopicPartition(name, index) in self._partitions:
                         self._drop(TopicPartition(name, index), delete_log=True)
         topics = {name: image.topics[name] for name in visits if name in image.topics}
-        new_logs = self._open_logs(topics)
+        new_logs = self._open_logs(topics, in_place)
         led = followed = 0
         for name, topic in topics.items():
             if name in self._topic_configs and self._topic_configs[name] != dict(topic.configs):
@@ -613,10 +623,11 @@ class ReplicaManager:
                      ", ..." if len(self._leaderless) > LEADERLESS_NAMED else "")
             self._leaderless.clear()
 
-    def _open_logs(self, topics: Mapping[str, TopicMetadata]) -> dict[TopicPartition, Log]:
+    def _open_logs(self, topics: Mapping[str, TopicMetadata], in_place: bool) -> dict[TopicPartition, Log]:
         """The logs of the replicas of `topics` on this broker that have no `Partition` yet: existing ones, and
-        new ones created in one batch (`LogManager.create_logs`: durable on return, their fsyncs in parallel) —
-        in place, or when there are many, on a worker thread (`_create_off_loop`), left out here until done."""
+        new ones created in one batch (`LogManager.create_logs`: durable on return, their fsyncs in parallel) on a
+        worker thread (`_create_off_loop`), left out here until done; `in_place` (at start) fewer than
+        `CREATE_OFF_LOOP_MIN_LOGS` are created here."""
         logs: dict[TopicPartition, Log] = {}
         missing: list[NewLog] = []
         for name, topic in topics.items():
@@ -633,7 +644,7 @@ class ReplicaManager:
                     logs[key] = existing
                 else:
                     missing.append(NewLog(name, assignment.partition, topic.uuid))
-        if len(missing) >= CREATE_OFF_LOOP_MIN_LOGS:
+        if missing and not (in_place and len(missing) < CREATE_OFF_LOOP_MIN_LOGS):
             self._creating.update(TopicPartition(new.topic, new.partition) for new in missing)
             task = asyncio.get_running_loop().create_task(self._create_off_loop(missing), name="create-logs")
             self._creations.add(task)

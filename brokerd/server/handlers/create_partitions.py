@@ -23,6 +23,8 @@ async def handle(request, context: RequestContext) -> object:
                            else [[int(n) for n in a.broker_ids] for a in topic.assignments])
             await metadata.create_partitions(topic.name, topic.count, validate_only=request.validate_only,
                                              assignments=assignments, origin=context.origin)
+            if not request.validate_only:
+                await context.services.replicas.created()  # this broker's new replicas serve from the answer on
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire for this topic
             code, message = to_error(exc)
             results.append(schema.CreatePartitionsTopicResult(name=topic.name, error_code=code, error_message=message))

@@ -58,5 +58,7 @@ async def handle(request, context: RequestContext) -> object:
             code, message = to_error(exc)
             results.append(schema.CreatableTopicResult(name=topic.name, error_code=code, error_message=message))
             continue
+        if not validate_only:
+            await context.services.replicas.created()  # this broker's replicas of it serve from the answer on
         results.append(_created(context, topic.name, None if validate_only else created, topic))
     return schema.CreateTopicsResponse(throttle_time=_NO_THROTTLE, topics=tuple(results))

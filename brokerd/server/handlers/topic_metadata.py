@@ -172,6 +172,7 @@ async def _requested_topic(context: RequestContext, requested, auto_create: bool
             topic = await metadata.create_topic(NewTopic(name=name, num_partitions=-1, replication_factor=-1,
                                                          configs={}),
                                                 origin=context.origin)
+            await context.services.replicas.created()  # this broker's replicas of it serve from the answer on
         except Exception as exc:  # noqa: BLE001 - the error goes on the wire per topic
             if getattr(exc, "kafka_error", None) != "TOPIC_ALREADY_EXISTS":
                 return _error_topic(context, name, NO_TOPIC_ID, to_error_code(exc))

@@ -1,8 +1,8 @@
-"""How the replica manager applies an image. It creates the logs an image brings: a few in place (the replica
-exists when the image is applied), many on a worker thread (the event loop keeps serving; the replicas appear once
-their logs are durable), and a log whose replica left the image while it was being created is deleted, not left
-behind. A change visits only the replicas of the topics it changed (a delta shares the others) and the followers
-of a broker whose endpoint moved (tests/brokerd/replication/test_sliced_role_application.py has the races)."""
+"""How the replica manager applies an image. It creates the logs an image brings on a worker thread while serving
+(the event loop keeps serving; the replicas appear once their logs are durable), a few in place only at start,
+and a log whose replica left the image while it was being created is deleted, not left behind. A change visits
+only the replicas of the topics it changed (a delta shares the others) and the followers of a broker whose endpoint
+moved (tests/brokerd/replication/test_sliced_role_application.py has the races)."""
 
 import asyncio
 import dataclasses
@@ -49,18 +49,44 @@ def run(tmp_path, scenario) -> None:
     asyncio.run(main())
 
 
-def test_few_new_logs_are_created_in_place_many_off_the_loop(tmp_path):
+def test_new_logs_are_created_off_the_loop_while_serving_whatever_their_number(tmp_path):
     async def scenario(logs, metadata, replicas):
-        metadata.set_image(image({"few": CREATE_OFF_LOOP_MIN_LOGS - 1}))
-        assert replicas.leader_partition("few", 0).is_leader
-        metadata.set_image(image({"few": CREATE_OFF_LOOP_MIN_LOGS - 1, "many": MANY}))
-        assert replicas.replica("many", 0) is None  # being created: the loop was not held for it
-        await until(lambda: all(replicas.replica("many", p) is not None for p in range(MANY)))
-        assert all(replicas.leader_partition("many", p).is_leader for p in range(MANY))
-        topic_id = uuid.uuid5(uuid.NAMESPACE_OID, "many")
-        assert all(topic_id_file.read(logs.get_log("many", p).dir) == topic_id for p in range(MANY))
+        topics = {}
+        for name, count in (("one", 1), ("few", CREATE_OFF_LOOP_MIN_LOGS - 1), ("many", MANY)):
+            topics[name] = count
+            metadata.set_image(image(topics))
+            assert replicas.replica(name, 0) is None  # being created: the loop was not held for it
+            await replicas.created()
+            assert all(replicas.leader_partition(name, p).is_leader for p in range(count))
+            topic_id = uuid.uuid5(uuid.NAMESPACE_OID, name)
+            assert all(topic_id_file.read(logs.get_log(name, p).dir) == topic_id for p in range(count))
 
     run(tmp_path, scenario)
+
+
+def test_at_start_few_new_logs_are_created_in_place_many_off_the_loop(tmp_path):
+    async def main():
+        logs = LogManager([tmp_path / "logs"], {}, ManualClock())
+        logs.startup()
+        few, many = CREATE_OFF_LOOP_MIN_LOGS - 1, CREATE_OFF_LOOP_MIN_LOGS
+        replicas = ReplicaManager(logs, ScriptedMetadata(image({"few": few})), node_id=1, clock=ManualClock())
+        replicas.start()  # nothing is served yet: a few logs cost less than the worker thread's round trip
+        try:
+            assert all(replicas.leader_partition("few", p).is_leader for p in range(few))
+        finally:
+            await replicas.stop()
+        replicas = ReplicaManager(logs, ScriptedMetadata(image({"few": few, "many": many})), node_id=1,
+                                  clock=ManualClock())
+        replicas.start()
+        try:
+            assert replicas.replica("many", 0) is None  # the loop already serves heartbeats meanwhile
+            await replicas.created()
+            assert all(replicas.leader_partition("many", p).is_leader for p in range(many))
+        finally:
+            await replicas.stop()
+            logs.shutdown()
+
+    asyncio.run(main())
 
 
 def test_the_replicas_of_a_batch_created_off_the_loop_end_up_frozen_out_of_gc(tmp_path):
@@ -92,6 +118,7 @@ def test_a_log_whose_topic_left_while_it_was_created_is_deleted(tmp_path):
 def test_a_change_visits_only_the_replicas_of_the_topics_it_changed(tmp_path, monkeypatch):
     async def scenario(logs, metadata, replicas):
         metadata.set_image(image({"a": 3, "b": 3}))
+        await replicas.created()
         visited = []
         real = ReplicaManager._become_leader
         monkeypatch.setattr(ReplicaManager, "_become_leader",
@@ -162,6 +189,7 @@ def test_a_delta_is_applied_without_a_pass_over_the_topics(tmp_path):
         start = image({"a": 3, "b": 3})
         metadata.set_image(dataclasses.replace(start, topics={
             **start.topics, "b": dataclasses.replace(start.topics["b"], configs=throttle)}))
+        await replicas.created()
         a = metadata.image.topics["a"]
         moved = dataclasses.replace(a.partitions[1], leader_epoch=1)
         apply_delta(metadata, a=dataclasses.replace(a, partitions=(a.partitions[0], moved, a.partitions[2]), configs={
@@ -177,13 +205,14 @@ def test_a_delta_is_applied_without_a_pass_over_the_topics(tmp_path):
 
 
 def test_followers_left_without_a_leader_get_one_line_per_image(tmp_path, caplog):
-    count = CREATE_OFF_LOOP_MIN_LOGS - 1  # created in place: applied within `set_image`
+    count = CREATE_OFF_LOOP_MIN_LOGS - 1
     topic = TopicMetadata("x", str(uuid.uuid5(uuid.NAMESPACE_OID, "x")),
                           tuple(PartitionAssignment(p, -1, 3, (1, 2), (2,), 3) for p in range(count)))
 
     async def scenario(logs, metadata, replicas):
         with caplog.at_level("INFO", logger="brokerd.replication.replica_manager"):
             metadata.set_image(ClusterImage("cluster", 1, BROKERS, {"x": topic}))
+            await replicas.created()
         lines = [r.getMessage() for r in caplog.records if "not fetching" in r.getMessage()]
         assert lines == [f"metadata version 0: {count} partition(s) without a leader; not fetching them "
                          "(x-0, x-1, x-2, x-3, x-4, ...)"]

@@ -9,7 +9,8 @@ fixed schedule, so a stalled broker shows up as latency (and as a lower achieved
 Topologies:
 - `cluster`: `make run`'s processes exactly (`scripts/run_local.py` in a fresh STROM_VAR_DIR on free ports:
   Redis, gunicorn with the console and internal API, controller, Celery worker and beat, the metrics
-  consumer, brokers 1-3 with /metrics), topic RF 3 with min.insync.replicas 2;
+  consumer, brokers 1-3 with /metrics), measured once started (`STARTED_TOPICS`), topic RF 3 with
+  min.insync.replicas 2;
 - `standalone`: one `python -m brokerd --standalone`, topic RF 1.
 
 Printed per run: achieved rate, p50/p99/p99.9/max in ms, p99 as a multiple of the floor's p99, and the brokers'
@@ -56,6 +57,9 @@ FLOOR_ROUND_TRIPS = 20_000
 POLL_S = 0.001
 """The producer loop serves delivery callbacks at least this often (s)."""
 STARTUP_TIMEOUT_S = 120.0
+STARTED_TOPICS = ("__strom_lag_samples", "__strom_metrics")
+"""`make run` has started once these exist (the lag monitor's, and the brokers' metrics topic, created at their first
+sample, up to `strom.metrics.sample.interval.ms` after start): the runs measure its steady state, not its start-up."""
 BROKER_PROPERTIES = os.environ.get("BENCH_LATENCY_BROKER_PROPERTIES", "").split()
 SLOW_CALLBACK = re.compile(r"slow callback: (.*) held the loop ([\d.]+) ms")
 SLOW_CALLBACKS_SHOWN = 8
@@ -279,10 +283,14 @@ def make_run_cluster() -> Iterator[tuple[str, list[Path]]]:
                 if runner.poll() is not None:
                     raise RuntimeError(f"make run's processes exited: {Path(var, 'run_local.log').read_text()}")
                 with contextlib.suppress(Exception):
-                    if len(admin.list_topics(timeout=2).brokers) == 3:
+                    cluster = admin.list_topics(timeout=2)
+                    topics = cluster.topics
+                    if len(cluster.brokers) == 3 and all(
+                            name in topics and all(p.leader >= 0 for p in topics[name].partitions.values())
+                            for name in STARTED_TOPICS):
                         break
                 if time.monotonic() > deadline:
-                    raise RuntimeError("the make-run cluster did not show 3 brokers")
+                    raise RuntimeError(f"the make-run cluster did not show 3 brokers and {', '.join(STARTED_TOPICS)}")
                 time.sleep(0.2)
             del admin
             yield bootstrap, [Path(var, "log", f"broker-{broker_id}.log") for broker_id in (1, 2, 3)]

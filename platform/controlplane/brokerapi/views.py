@@ -11,7 +11,6 @@ Kafka clients are not authenticated (PLAINTEXT listeners), so there is no permis
 
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Iterator
 from urllib.parse import unquote
 
@@ -29,14 +28,12 @@ from controlplane.core.errors import KafkaApiError
 from controlplane.topics import services as topics
 
 from .auth import cluster_secret_required
-from .hangup import hangup_probe
+from .hangup import hangup_waiter
 from .requests import Body
 
 log = logging.getLogger(__name__)
 
 SESSION_HOLD_MAX_MS = 60_000
-SESSION_PROBE_S = 0.02
-"""How often a held session checks whether the broker hung up."""
 
 __all__ = ("alter_broker_configs", "alter_partition", "alter_reassignments", "broker_heartbeat", "broker_session",
            "elect_leaders", "list_reassignments", "metadata_changes", "metadata_image", "producer_ids",
@@ -136,17 +133,14 @@ def broker_session(request: HttpRequest, broker_id: int) -> dict | None:
     except (KeyError, ValueError):
         raise KafkaApiError("INVALID_REQUEST", "registration_epoch (and hold_ms) must be integers") from None
     services.check_registration(broker_id, registration_epoch)
-    hung_up = hangup_probe(request)
-    if hung_up is None:
+    wait_for_hangup = hangup_waiter(request)
+    if wait_for_hangup is None:
         return {"watching": False}
-    deadline = time.monotonic() + hold_ms / 1000
-    while time.monotonic() < deadline:
-        if hung_up():
-            recorded = services.connection_lost(broker_id, registration_epoch)
-            log.warning("broker %s (registration epoch %s) hung up its session%s", broker_id, registration_epoch,
-                        "" if recorded else "; not a live registration, ignored")
-            return None
-        time.sleep(SESSION_PROBE_S)
+    if wait_for_hangup(hold_ms / 1000):
+        recorded = services.connection_lost(broker_id, registration_epoch)
+        log.warning("broker %s (registration epoch %s) hung up its session%s", broker_id, registration_epoch,
+                    "" if recorded else "; not a live registration, ignored")
+        return None
     return {"watching": True}
 
 

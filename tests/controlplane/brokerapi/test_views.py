@@ -265,6 +265,29 @@ def test_a_session_kept_open_is_answered_after_its_hold_and_records_nothing(clie
     assert not BrokerLiveness.objects.filter(connection_lost_at__isnull=False).exists()
 
 
+def test_a_hang_up_during_the_hold_ends_the_session_at_once(client, three_brokers):
+    server_end, broker_end = socket.socketpair()
+    with server_end:
+        closer = threading.Timer(0.3, broker_end.close)  # the broker dies while its session is held
+        closer.start()
+        started = time.monotonic()
+        status, body = session(client, 1, three_brokers[1], server_end)
+        closer.join()
+    assert (status, body) == (204, None)
+    assert time.monotonic() - started < 5  # noticed when it happened, not after the 20 s hold
+    assert BrokerLiveness.objects.get(broker_id=1).connection_lost_at is not None
+
+
+def test_stray_bytes_from_the_broker_neither_end_the_session_nor_spin_its_thread(client, three_brokers):
+    server_end, broker_end = socket.socketpair()
+    with server_end, broker_end:
+        broker_end.sendall(b"x")  # readable without a hang-up: the wait must look again later, not at once
+        cpu_before = time.thread_time()
+        assert session(client, 1, three_brokers[1], server_end, hold_ms=500) == (200, {"watching": True})
+        assert time.thread_time() - cpu_before < 0.25  # a spinning wait would burn the whole 0.5 s
+    assert not BrokerLiveness.objects.filter(connection_lost_at__isnull=False).exists()
+
+
 def test_a_session_of_an_old_or_fenced_registration_is_refused(client, three_brokers):
     register(client, 1)  # a new incarnation: epoch 2
     Broker.objects.filter(broker_id=2).update(state=BrokerState.FENCED)

@@ -77,8 +77,9 @@ CREATE_OFF_LOOP_MIN_LOGS = 8
 """At start (`start`: nothing served yet) an image bringing fewer new replicas here has their logs created in place,
 one batch; more, and every new log while serving, are created on a worker thread (their `Partition`s appear once the
 logs are durable): a creation's fsyncs held every broker's loop 5-75 ms each time a small topic was created (issue
-18). The CreateTopics and CreatePartitions answers wait for this broker's (`created`), so a client of a new topic
-still finds it here at once."""
+18). The requests that create topics or partitions (CreateTopics, CreatePartitions, Metadata's auto-creation,
+FindCoordinator's offsets topic) answer once this broker's are created (`created`), so a client of a new topic still
+finds it here at once."""
 ROLE_SLICE_REPLICAS = 256
 """Replicas whose logs were created off the loop take their roles at most this many per event-loop step
 (`_create_off_loop`): measured 6-9 ms a step on a loaded 2-core machine, so 10,000 new replicas (40 steps) never
@@ -190,7 +191,7 @@ class ReplicaManager:
 
     async def created(self) -> None:
         """Return once the logs being created when called are durable and their replicas have their roles (the
-        CreateTopics and CreatePartitions answers wait for it). Cancelling the wait leaves the creations running."""
+        requests that create topics or partitions wait for it). Cancelling the wait leaves the creations running."""
         if self._creations:
             await asyncio.wait(set(self._creations))
 

@@ -80,6 +80,8 @@ class MetricsSettings:
 
 
 INT_MAX = 2**31 - 1
+MIN_SLICE_US, MAX_SLICE_US = 100, 100_000
+"""The range of a custom CPU slice the kernel takes (`strom.sched.slice.us`, `brokerd.sched_slice`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +123,9 @@ class BrokerConfig:
     cluster_secret: str | None = field(default=None, repr=False)
     """`strom.cluster.secret` or $STROM_CLUSTER_SECRET: the bearer token of the internal API."""
     rack: str | None = None
+    sched_slice_us: int = 100
+    """`strom.sched.slice.us`: the CPU slice the broker's threads ask the kernel for (`brokerd.sched_slice`; 100 to
+    100,000 µs); 0: the kernel's default."""
     slow_callback_ms: int = 0
     """`strom.loop.slow.callback.ms`: > 0 logs every event-loop callback that holds the loop this long
     (`brokerd.slow_callbacks`); 0: off."""
@@ -171,6 +176,15 @@ def parse_properties(text: str, source: str) -> dict[str, str]:
             raise ConfigError(f"{source}: cannot parse line '{line}'")
         properties[match[1]] = match[2]
     return properties
+
+
+def _sched_slice_us(properties: Mapping[str, str]) -> int:
+    """`strom.sched.slice.us`: 0, or within the kernel's range for a custom slice."""
+    value = _int(properties, "strom.sched.slice.us", 100)
+    if value and not MIN_SLICE_US <= value <= MAX_SLICE_US:
+        raise ConfigError(f"strom.sched.slice.us: {value} is outside {MIN_SLICE_US}-{MAX_SLICE_US} (0: the kernel's "
+                          "default)")
+    return value
 
 
 def _int(properties: Mapping[str, str], key: str, default: int, minimum: int = 0) -> int:
@@ -310,6 +324,7 @@ def build_config(properties: Mapping[str, str], environ: Mapping[str, str] | Non
         controlplane_url=url,
         cluster_secret=secret if url is not None else None,
         rack=properties.get("broker.rack") or None,
+        sched_slice_us=_sched_slice_us(properties),
         slow_callback_ms=_int(properties, "strom.loop.slow.callback.ms", 0, 0),
         log_retention_check_interval_ms=_int(properties, "log.retention.check.interval.ms", 300_000, 1),
         groups=group_settings(properties, standalone=url is None),

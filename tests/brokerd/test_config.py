@@ -35,6 +35,12 @@ def test_log_retention_check_interval_and_its_default():
     assert build_config({"log.retention.check.interval.ms": "1000"}).log_retention_check_interval_ms == 1000
 
 
+def test_sched_slice_and_its_default():
+    assert build_config({}).sched_slice_us == 100  # the kernel's shortest
+    assert build_config({"strom.sched.slice.us": "0"}).sched_slice_us == 0
+    assert build_config({"strom.sched.slice.us": "100000"}).sched_slice_us == 100_000
+
+
 def test_connection_limits_and_their_defaults():
     defaults = build_config({}).connections
     assert (defaults.request_max_bytes, defaults.max_idle_ms) == (104_857_600, 600_000)
@@ -63,6 +69,9 @@ def test_connection_limits_and_their_defaults():
     ({"strom.metrics.enable": "yes"}, {}, "strom.metrics.enable: 'yes' is not true or false"),
     ({"strom.metrics.sample.interval.ms": "10"}, {}, "below the minimum 100"),
     ({"log.retention.check.interval.ms": "0"}, {}, "log.retention.check.interval.ms: 0 is below the minimum 1"),
+    ({"strom.sched.slice.us": "99"}, {}, "strom.sched.slice.us: 99 is outside 100-100000"),
+    ({"strom.sched.slice.us": "100001"}, {}, "strom.sched.slice.us: 100001 is outside 100-100000"),
+    ({"strom.sched.slice.us": "-1"}, {}, "strom.sched.slice.us: -1 is below the minimum 0"),
 ])
 def test_invalid_configs_are_refused_with_the_key_named(properties, environ, message):
     with pytest.raises(ConfigError, match=message):

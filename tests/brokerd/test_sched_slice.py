@@ -1,0 +1,55 @@
+"""`brokerd.sched_slice` against the kernel's own view of each thread's slice (`se.slice` in /proc/…/sched): the
+thread that asks and the threads it starts later run with the slice asked for and keep their nice value; a running
+broker's threads all run with `strom.sched.slice.us`, and 0 leaves the kernel's default."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.broker import standalone_broker
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux" or "se.slice" not in Path("/proc/self/sched").read_text(),
+    reason="custom slices are Linux's (6.12+); the kernel reports them as se.slice")
+
+ASK = """
+import os, sys, threading
+from brokerd import sched_slice
+def slice_ns():
+    text = open(f"/proc/self/task/{threading.get_native_id()}/sched").read()
+    return int(next(line for line in text.splitlines() if line.startswith("se.slice")).split(":")[1])
+taken = sched_slice.request(int(sys.argv[1]))
+started = []
+thread = threading.Thread(target=lambda: started.append(slice_ns()))
+thread.start(); thread.join()
+print(taken, slice_ns(), started[0], os.getpriority(os.PRIO_PROCESS, 0))
+"""
+
+
+def slices_ns(pid: int) -> set[int]:
+    """`se.slice` of every thread of process `pid`."""
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "sched").read_text()
+        found.add(int(next(line for line in text.splitlines() if line.startswith("se.slice")).split(":")[1]))
+    return found
+
+
+def test_the_asking_thread_and_those_it_starts_run_with_the_slice_at_their_nice_value():
+    default = slices_ns(os.getpid())
+    done = subprocess.run(["nice", "-n", "3", sys.executable, "-c", ASK, "300"], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).resolve().parents[2])
+    taken, asking, started, nice = done.stdout.split()
+    assert taken == "True"
+    assert int(asking) == int(started) == 300_000 not in default
+    assert int(nice) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 3)
+
+
+@pytest.mark.parametrize(("configured_us", "expected"), [("250", {250_000}), ("0", None)])
+def test_every_thread_of_a_running_broker_has_the_configured_slice(tmp_path, configured_us, expected):
+    with standalone_broker(tmp_path, {"strom.sched.slice.us": configured_us}) as broker:
+        seen = slices_ns(broker.process.pid)
+    assert seen == (expected or slices_ns(os.getpid()))

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from django.db import OperationalError, connection, transaction
@@ -140,6 +141,35 @@ def test_a_failed_version_read_loses_no_waiter(monkeypatch):
     assert bump_here() == target
     assert joined(waiters), "the waiters were not woken by the commit after the failure"
     assert sorted(returned.values()) == [target] * 2
+
+
+@pytest.mark.skipif(ON_POSTGRES or sys.platform != "linux", reason="the SQLite watcher's inotify watch (Linux)")
+def test_sqlite_waiters_are_woken_by_the_kernels_report_of_the_write(monkeypatch):
+    monkeypatch.setattr(version_watch, "SQLITE_STEP_S", 3600.0)  # no polling: only the report wakes the watcher
+    monkeypatch.setattr(version_watch, "EXIT_CHECK_S", 3600.0)
+    target = metadata.current_version() + 1
+    waiters, returned = start_waiters(2, target)
+    assert bump_in_another_process() == target
+    assert joined(waiters), "the waiters were not woken by the commit"
+    assert sorted(returned.values()) == [target] * 2
+    bump_here()  # the watcher, waiting an hour for the next report, sees its waiters gone and ends
+    wait_until(lambda: not watcher_threads(), timeout_s=10, message="the watcher to end")
+
+
+@pytest.mark.skipif(ON_POSTGRES or sys.platform != "linux", reason="the SQLite watcher's inotify watch (Linux)")
+def test_the_sqlite_watcher_sleeps_between_commits():
+    waiters, _ = start_waiters(1, metadata.current_version() + 1, wait_ms=1500)
+    (watcher,) = watcher_threads()
+    before = voluntary_switches(watcher.native_id)
+    time.sleep(1.0)  # the window observed, not a synchronisation
+    woken = voluntary_switches(watcher.native_id) - before
+    assert woken < 60, woken  # each EXIT_CHECK_S (20 in 1 s); polling every 2 ms woke it ~500 times
+    assert joined(waiters)
+
+
+def voluntary_switches(thread_id: int) -> int:
+    status = Path(f"/proc/self/task/{thread_id}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("voluntary_ctxt_switches")).split()[1])
 
 
 @pytest.mark.skipif(not ON_POSTGRES, reason="the watcher's LISTEN session (PostgreSQL)")

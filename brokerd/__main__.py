@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     # Request buffers freed stay in the heap for the next requests, not re-faulted from the kernel each time.
     allocator.keep_freed_memory()
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # A woken broker preempts a task with a longer slice instead of waiting it out; asked before any thread
-    # starts, as threads inherit it.
-    if config.sched_slice_us and not sched_slice.request(config.sched_slice_us):
+    # The CPU slice (a short one: a woken broker preempts a task with a longer slice instead of waiting it out);
+    # asked before any thread starts, as threads inherit it, and also when 0, to drop a slice inherited.
+    if not sched_slice.request(config.sched_slice_us) and config.sched_slice_us:
         logging.getLogger("brokerd").warning("strom.sched.slice.us: no %d µs CPU slice here (Linux, SCHED_OTHER "
                                              "only); the kernel's default applies", config.sched_slice_us)
     from brokerd.server.broker import Broker, run_until_stopped

@@ -123,9 +123,9 @@ class BrokerConfig:
     cluster_secret: str | None = field(default=None, repr=False)
     """`strom.cluster.secret` or $STROM_CLUSTER_SECRET: the bearer token of the internal API."""
     rack: str | None = None
-    sched_slice_us: int = 100
+    sched_slice_us: int = 0
     """`strom.sched.slice.us`: the CPU slice the broker's threads ask the kernel for (`brokerd.sched_slice`; 100 to
-    100,000 µs); 0: the kernel's default."""
+    100,000 µs); 0: the kernel's default, also when the process that started the broker had asked for another."""
     slow_callback_ms: int = 0
     """`strom.loop.slow.callback.ms`: > 0 logs every event-loop callback that holds the loop this long
     (`brokerd.slow_callbacks`); 0: off."""
@@ -180,7 +180,7 @@ def parse_properties(text: str, source: str) -> dict[str, str]:
 
 def _sched_slice_us(properties: Mapping[str, str]) -> int:
     """`strom.sched.slice.us`: 0, or within the kernel's range for a custom slice."""
-    value = _int(properties, "strom.sched.slice.us", 100)
+    value = _int(properties, "strom.sched.slice.us", 0)
     if value and not MIN_SLICE_US <= value <= MAX_SLICE_US:
         raise ConfigError(f"strom.sched.slice.us: {value} is outside {MIN_SLICE_US}-{MAX_SLICE_US} (0: the kernel's "
                           "default)")

@@ -1,4 +1,5 @@
-"""A short CPU slice for the broker's threads (Linux's EEVDF scheduler, 6.12 and later; elsewhere nothing changes).
+"""A process's CPU slice under Linux's EEVDF scheduler (6.12 and later; elsewhere nothing changes): short for
+brokers that serve acks=all producers on shared CPUs, long for the work beside them.
 
 A broker's work comes in short wake-ups — a produce, a follower's fetch, the next fetch that moves the high
 watermark — each ~0.15 ms of CPU, and an acks=all produce waits for several of them in a row on different
@@ -9,11 +10,18 @@ controller or the client's threads, and such waits made the produce latency's p9
 second, the longest 2.6 ms (`perf sched record -k CLOCK_MONOTONIC -- sleep 6` in the middle of a run). A task that
 asks for a shorter slice (`sched_setattr`, SCHED_OTHER with `sched_runtime`) gets an earlier deadline when it wakes
 and preempts a task with a longer one; its share of the CPU is unchanged (the slice sets how often it may run, not
-how much).
+how much). A task with a longer slice than the default is preempted by every other task's wake-up.
 
-Threads and processes inherit the slice from the thread that creates them, so `request` is called on the main
-thread before any other starts. The kernel takes 100 µs to 100 ms; a kernel before 6.12 ignores the value. A
-broker started in another scheduling class (SCHED_BATCH, a real-time one) keeps it.
+The trade-off: a broker that preempts also preempts the clients on its CPUs. With a consumer on the same 2 CPUs
+reading as fast as it can (`make bench`'s consume phase), the broker was switched out 4 times as often and spent
+twice the CPU per record (0.22 → 0.44 CPU-s per 1M, 920 → 780 MB/s; the same with a 1 ms slice, none with 5 ms).
+So a broker runs with the kernel's default unless `strom.sched.slice.us` says otherwise. `make run`, whose brokers
+share two CPUs with the control plane and the user's clients, asks for 100 µs for its brokers and 5 ms for every
+other process it starts (`scripts/run_local.py`).
+
+Threads and processes inherit the slice of the thread that creates them (across exec too), so `request` is called
+on the main thread before any other starts. The kernel takes 100 µs to 100 ms; a kernel before 6.12 ignores the
+value. A process in another scheduling class (SCHED_BATCH, a real-time one) keeps it.
 """
 
 import ctypes
@@ -30,9 +38,9 @@ runtime (ns), deadline, period."""
 
 
 def request(slice_us: int) -> bool:
-    """Ask for a `slice_us` slice for the calling thread (and all it starts), keeping its nice value; True if the
-    kernel took the request, False where there is no such call (not Linux, an unknown architecture), the thread is
-    in another scheduling class than SCHED_OTHER, or the kernel refused."""
+    """Ask for a `slice_us` slice (0: the kernel's default) for the calling thread and all it starts from now on,
+    keeping its nice value; True if the kernel took the request, False where there is no such call (not Linux, an
+    unknown architecture), the thread is in another scheduling class than SCHED_OTHER, or the kernel refused."""
     number = _SYS_SCHED_SETATTR.get(platform.machine())
     name = ctypes.util.find_library("c")
     if platform.system() != "Linux" or number is None or name is None or os.sched_getscheduler(0) != os.SCHED_OTHER:

@@ -36,8 +36,8 @@ def test_log_retention_check_interval_and_its_default():
 
 
 def test_sched_slice_and_its_default():
-    assert build_config({}).sched_slice_us == 100  # the kernel's shortest
-    assert build_config({"strom.sched.slice.us": "0"}).sched_slice_us == 0
+    assert build_config({}).sched_slice_us == 0  # the kernel's default
+    assert build_config({"strom.sched.slice.us": "100"}).sched_slice_us == 100
     assert build_config({"strom.sched.slice.us": "100000"}).sched_slice_us == 100_000
 
 

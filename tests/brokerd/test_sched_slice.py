@@ -1,6 +1,7 @@
 """`brokerd.sched_slice` against the kernel's own view of each thread's slice (`se.slice` in /proc/…/sched): the
-thread that asks and the threads it starts later run with the slice asked for and keep their nice value; a running
-broker's threads all run with `strom.sched.slice.us`, and 0 leaves the kernel's default."""
+thread that asks and the threads it starts later run with the slice asked for and keep their nice value; every
+thread of a running broker has `strom.sched.slice.us`, or the kernel's default without it, whatever slice the process
+that started it had."""
 
 import os
 import subprocess
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from brokerd import sched_slice
 from tests.support.broker import standalone_broker
 
 pytestmark = pytest.mark.skipif(
@@ -48,8 +50,14 @@ def test_the_asking_thread_and_those_it_starts_run_with_the_slice_at_their_nice_
     assert int(nice) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 3)
 
 
-@pytest.mark.parametrize(("configured_us", "expected"), [("250", {250_000}), ("0", None)])
-def test_every_thread_of_a_running_broker_has_the_configured_slice(tmp_path, configured_us, expected):
-    with standalone_broker(tmp_path, {"strom.sched.slice.us": configured_us}) as broker:
-        seen = slices_ns(broker.process.pid)
-    assert seen == (expected or slices_ns(os.getpid()))
+@pytest.mark.parametrize(("configured", "expected_ns"), [({"strom.sched.slice.us": "250"}, 250_000), ({}, None)],
+                         ids=["250 us", "default"])
+def test_every_thread_of_a_broker_has_its_configured_slice_whatever_it_inherited(tmp_path, configured, expected_ns):
+    (default_ns,) = slices_ns(os.getpid())
+    assert sched_slice.request(5_000)  # what `make run`'s launcher gives the processes it starts
+    try:
+        with standalone_broker(tmp_path, configured) as broker:
+            seen = slices_ns(broker.process.pid)
+    finally:
+        assert sched_slice.request(0)
+    assert seen == {expected_ns or default_ns}

@@ -46,7 +46,7 @@ BROKERS = 3
 BROKER_SLICE_US = 100
 """The brokers' CPU slice (`strom.sched.slice.us`): the kernel's shortest."""
 CONTROL_PLANE_SLICE_US = 5_000
-"""The CPU slice of every other child (inherited from this process): longer than the kernel's default (0.7-3 ms
+"""The CPU slice of every other child (inherited from this process): longer than the kernel's default (0.7-2.8 ms
 with the number of CPUs), so a woken broker or client preempts them."""
 # Brokers hold a metadata long poll and a session request open and heartbeat every 250 ms: gthread workers
 # with enough threads keep heartbeats from queueing behind the held requests.

@@ -31,13 +31,14 @@ print(taken, slice_ns(), started[0], os.getpriority(os.PRIO_PROCESS, 0))
 """
 
 
+def slice_ns(sched: Path) -> int:
+    """`se.slice` from a /proc/…/sched file."""
+    return int(next(line for line in sched.read_text().splitlines() if line.startswith("se.slice")).split(":")[1])
+
+
 def slices_ns(pid: int) -> set[int]:
     """`se.slice` of every thread of process `pid`."""
-    found = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "sched").read_text()
-        found.add(int(next(line for line in text.splitlines() if line.startswith("se.slice")).split(":")[1]))
-    return found
+    return {slice_ns(task / "sched") for task in Path(f"/proc/{pid}/task").iterdir()}
 
 
 def test_the_asking_thread_and_those_it_starts_run_with_the_slice_at_their_nice_value():
@@ -53,7 +54,8 @@ def test_the_asking_thread_and_those_it_starts_run_with_the_slice_at_their_nice_
 @pytest.mark.parametrize(("configured", "expected_ns"), [({"strom.sched.slice.us": "250"}, 250_000), ({}, None)],
                          ids=["250 us", "default"])
 def test_every_thread_of_a_broker_has_its_configured_slice_whatever_it_inherited(tmp_path, configured, expected_ns):
-    (default_ns,) = slices_ns(os.getpid())
+    assert sched_slice.request(0)
+    default_ns = slice_ns(Path("/proc/thread-self/sched"))  # the kernel's
     assert sched_slice.request(5_000)  # what `make run`'s launcher gives the processes it starts
     try:
         with standalone_broker(tmp_path, configured) as broker:

@@ -12,10 +12,10 @@ import pytest
 
 from brokerd import sched_slice
 from tests.support.broker import standalone_broker
+from tests.support.sched_slices import REPORTED, slice_ns, slices_ns
 
-pytestmark = pytest.mark.skipif(
-    sys.platform != "linux" or "se.slice" not in Path("/proc/self/sched").read_text(),
-    reason="custom slices are Linux's (6.12+); the kernel reports them as se.slice")
+pytestmark = pytest.mark.skipif(not REPORTED, reason="custom slices are Linux's (6.12+); the kernel reports them "
+                                                     "as se.slice")
 
 ASK = """
 import os, sys, threading
@@ -29,16 +29,6 @@ thread = threading.Thread(target=lambda: started.append(slice_ns()))
 thread.start(); thread.join()
 print(taken, slice_ns(), started[0], os.getpriority(os.PRIO_PROCESS, 0))
 """
-
-
-def slice_ns(sched: Path) -> int:
-    """`se.slice` from a /proc/…/sched file."""
-    return int(next(line for line in sched.read_text().splitlines() if line.startswith("se.slice")).split(":")[1])
-
-
-def slices_ns(pid: int) -> set[int]:
-    """`se.slice` of every thread of process `pid`."""
-    return {slice_ns(task / "sched") for task in Path(f"/proc/{pid}/task").iterdir()}
 
 
 def test_the_asking_thread_and_those_it_starts_run_with_the_slice_at_their_nice_value():

@@ -15,6 +15,7 @@ import requests
 from confluent_kafka import Producer
 
 from scripts.run_local import BROKER_SLICE_US, CONTROL_PLANE_SLICE_US
+from tests.support import sched_slices
 from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,18 +53,6 @@ def scrape(url: str) -> str:
         return ""
 
 
-def slices_ns(pid: int) -> set[int]:
-    """`se.slice` (ns) of every thread of process `pid`."""
-    found = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        lines = (task / "sched").read_text().splitlines()
-        found.add(int(next(line for line in lines if line.startswith("se.slice")).split(":")[1]))
-    return found
-
-
-SLICES_REPORTED = sys.platform == "linux" and "se.slice" in Path("/proc/self/sched").read_text()
-
-
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -98,10 +87,10 @@ def test_make_run_serves_console_and_stops_cleanly_on_ctrl_c(tmp_path):
         assert {"redis", "web", "controller", "worker", "beat", "metrics", "broker-1", "broker-2", "broker-3"} <= \
             set(children), output
 
-        if SLICES_REPORTED:
+        if sched_slices.REPORTED:
             for name, pid in children.items():
                 expected = BROKER_SLICE_US if name.startswith("broker-") else CONTROL_PLANE_SLICE_US
-                assert slices_ns(pid) == {expected * 1000}, name
+                assert sched_slices.slices_ns(pid) == {expected * 1000}, name
 
         base = f"http://127.0.0.1:{http_port}"
         session = requests.Session()

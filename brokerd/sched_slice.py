@@ -25,7 +25,6 @@ value. A process in another scheduling class (SCHED_BATCH, a real-time one) keep
 """
 
 import ctypes
-import ctypes.util
 import os
 import platform
 import struct
@@ -42,9 +41,9 @@ def request(slice_us: int) -> bool:
     keeping its nice value; True if the kernel took the request, False where there is no such call (not Linux, an
     unknown architecture), the thread is in another scheduling class than SCHED_OTHER, or the kernel refused."""
     number = _SYS_SCHED_SETATTR.get(platform.machine())
-    name = ctypes.util.find_library("c")
-    if platform.system() != "Linux" or number is None or name is None or os.sched_getscheduler(0) != os.SCHED_OTHER:
+    if platform.system() != "Linux" or number is None or os.sched_getscheduler(0) != os.SCHED_OTHER:
         return False
     attr = ctypes.create_string_buffer(_ATTR.pack(_ATTR.size, _SCHED_OTHER, 0, os.getpriority(os.PRIO_PROCESS, 0),
                                                   0, slice_us * 1000, 0, 0))
-    return ctypes.CDLL(name, use_errno=True).syscall(number, 0, attr, 0) == 0
+    # the C library already loaded into this process (no library search: find_library runs ldconfig)
+    return ctypes.CDLL(None, use_errno=True).syscall(number, 0, attr, 0) == 0

@@ -19,15 +19,15 @@ pytestmark = pytest.mark.skipif(not REPORTED, reason="custom slices are Linux's 
 
 ASK = """
 import os, sys, threading
+from pathlib import Path
 from brokerd import sched_slice
-def slice_ns():
-    text = open(f"/proc/self/task/{threading.get_native_id()}/sched").read()
-    return int(next(line for line in text.splitlines() if line.startswith("se.slice")).split(":")[1])
+from tests.support.sched_slices import slice_ns
+own = Path("/proc/thread-self/sched")
 taken = sched_slice.request(int(sys.argv[1]))
 started = []
-thread = threading.Thread(target=lambda: started.append(slice_ns()))
+thread = threading.Thread(target=lambda: started.append(slice_ns(own)))
 thread.start(); thread.join()
-print(taken, slice_ns(), started[0], os.getpriority(os.PRIO_PROCESS, 0))
+print(taken, slice_ns(own), started[0], os.getpriority(os.PRIO_PROCESS, 0))
 """
 
 

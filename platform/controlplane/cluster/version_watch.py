@@ -11,7 +11,10 @@ database and wakes the waiters whose version has come, so N held long polls cost
 - SQLite (no notifications): the watcher reads `PRAGMA data_version` on its own connection (it changes whenever
   another connection commits to the file; a few µs, no query plan, no table read) when the kernel reports a write
   to a file of the database's directory (inotify: a commit writes the write-ahead log, or the database file outside
-  WAL mode), and at least every `EXIT_CHECK_S`; it reads the version only when `data_version` changed. Where
+  WAL mode), and at least every `EXIT_CHECK_S`; it reads the version only when `data_version` changed. A commit's
+  last reported write comes just before the commit is visible (SQLite then marks it in the `-shm` index through a
+  memory map, which the kernel does not report), so after a report with `data_version` unchanged it re-reads every
+  `SETTLE_STEP_S` for up to `SETTLE_S` before sleeping until the next report. Where
   inotify is missing (not Linux, the watch limit reached) it reads `data_version` every `SQLITE_STEP_S` instead —
   500 wake-ups a second in every web process, the cost the notifications save.
 
@@ -39,6 +42,8 @@ __all__ = ("CHANNEL", "announce", "current_version", "wait")
 CHANNEL = "strom_metadata_version"
 APPLICATION_NAME = "strom-metadata-version-watcher"
 SQLITE_STEP_S = 0.002
+SETTLE_S = 0.02
+SETTLE_STEP_S = 0.0005
 SAFETY_READ_S = 1.0
 EXIT_CHECK_S = 0.05
 RETRY_S = 0.1
@@ -139,8 +144,18 @@ class _SQLiteCommits:
                 return False
             if self._writes is None:
                 time.sleep(min(SQLITE_STEP_S, remaining))
-            else:
-                self._writes.read(timeout=max(1, round(remaining * 1000)))  # the reports taken: each wakes once
+            elif self._writes.read(timeout=max(1, round(remaining * 1000))):  # the reports taken: each wakes once
+                return self._became_visible(min(deadline, time.monotonic() + SETTLE_S))
+        return True
+
+    def _became_visible(self, until: float) -> bool:
+        """Whether `data_version` changed by `until` (`time.monotonic()` s), read now and every `SETTLE_STEP_S`
+        after: the window between a commit's last reported write and its visibility."""
+        while self._data_version() == self._seen:
+            now = time.monotonic()
+            if now >= until:
+                return False
+            time.sleep(min(SETTLE_STEP_S, until - now))
         return True
 
 

@@ -157,6 +157,35 @@ def test_sqlite_waiters_are_woken_by_the_kernels_report_of_the_write(monkeypatch
 
 
 @pytest.mark.skipif(ON_POSTGRES or sys.platform != "linux", reason="the SQLite watcher's inotify watch (Linux)")
+def test_a_sqlite_commit_visible_after_its_reported_write_wakes_the_waiters(monkeypatch):
+    """A commit's last write (the one the kernel reports) precedes its visibility: here each new `data_version`
+    is hidden for `version_watch.SETTLE_S / 4` after the watcher first reads it, as if the writer were descheduled
+    between its write and its `-shm` mark, and no later write is reported."""
+    monkeypatch.setattr(version_watch, "SQLITE_STEP_S", 3600.0)
+    monkeypatch.setattr(version_watch, "EXIT_CHECK_S", 3600.0)
+    hidden_for_s = version_watch.SETTLE_S / 4
+    read = version_watch._SQLiteCommits._data_version
+    first_read_at: dict[int, float] = {}
+
+    def visible_late(commits) -> int:
+        value, seen = read(commits), getattr(commits, "_seen", None)  # None: the first read, in its constructor
+        if seen is None or value == seen:
+            return value
+        at = first_read_at.setdefault(value, time.monotonic())
+        return value if time.monotonic() - at >= hidden_for_s else seen
+
+    monkeypatch.setattr(version_watch._SQLiteCommits, "_data_version", visible_late)
+    target = metadata.current_version() + 1
+    waiters, returned = start_waiters(2, target)
+    assert bump_in_another_process() == target
+    assert joined(waiters), "the waiters were not woken by a commit that became visible after its report"
+    assert sorted(returned.values()) == [target] * 2
+    assert first_read_at, "the watcher never read the hidden data_version"
+    bump_here()
+    wait_until(lambda: not watcher_threads(), timeout_s=10, message="the watcher to end")
+
+
+@pytest.mark.skipif(ON_POSTGRES or sys.platform != "linux", reason="the SQLite watcher's inotify watch (Linux)")
 def test_the_sqlite_watcher_sleeps_between_commits():
     waiters, _ = start_waiters(1, metadata.current_version() + 1, wait_ms=1500)
     (watcher,) = watcher_threads()

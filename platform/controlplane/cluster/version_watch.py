@@ -14,9 +14,10 @@ database and wakes the waiters whose version has come, so N held long polls cost
   WAL mode), and at least every `EXIT_CHECK_S`; it reads the version only when `data_version` changed. A commit's
   last reported write comes just before the commit is visible (SQLite then marks it in the `-shm` index through a
   memory map, which the kernel does not report), so after a report with `data_version` unchanged it re-reads every
-  `SETTLE_STEP_S` for up to `SETTLE_S` before sleeping until the next report. Where
-  inotify is missing (not Linux, the watch limit reached) it reads `data_version` every `SQLITE_STEP_S` instead —
-  500 wake-ups a second in every web process, the cost the notifications save.
+  `SETTLE_STEP_S` for up to `SETTLE_S` before sleeping until the next report (of the database's own files only:
+  others in its directory, such as the liveness database written at every heartbeat, wake it but are read past).
+  Where inotify is missing (not Linux, the watch limit reached) it reads `data_version` every `SQLITE_STEP_S`
+  instead — 500 wake-ups a second in every web process, the cost the notifications save.
 
 Invariants: at most one watcher thread per process, running while any waiter waits; it ends (closing its
 connection) within `EXIT_CHECK_S` of the last waiter leaving. A database error ends it too (logged): a waiter still
@@ -103,7 +104,12 @@ class _SQLiteCommits:
     WRITES = inotify_simple.flags.MODIFY | inotify_simple.flags.CREATE | inotify_simple.flags.MOVED_TO
 
     def __init__(self) -> None:
-        self._writes = self._watch_directory(os.path.dirname(os.path.abspath(connection.settings_dict["NAME"])))
+        path = os.path.abspath(connection.settings_dict["NAME"])
+        self._writes = self._watch_directory(os.path.dirname(path))
+        name = os.path.basename(path)
+        self._files = {name, f"{name}-wal", f"{name}-journal"}
+        """The database's own files: a report of another file of its directory (the liveness database beside it,
+        written at every heartbeat) is read past."""
         connection.ensure_connection()
         self._raw = connection.connection
         self._seen = self._data_version()
@@ -144,7 +150,8 @@ class _SQLiteCommits:
                 return False
             if self._writes is None:
                 time.sleep(min(SQLITE_STEP_S, remaining))
-            elif self._writes.read(timeout=max(1, round(remaining * 1000))):  # the reports taken: each wakes once
+            elif any(report.name in self._files  # the reports taken: each wakes once
+                     for report in self._writes.read(timeout=max(1, round(remaining * 1000)))):
                 return self._became_visible(min(deadline, time.monotonic() + SETTLE_S))
         return True
 

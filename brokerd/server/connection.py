@@ -12,13 +12,6 @@ Loop turns on the acks=all path are few: a request starts in the loop step its b
 and the first request in progress writes its answer in the step it completes when nothing else is being written
 (`_run`); `_process` writes the others, in order, and what the socket did not take.
 
-Bytes received are acknowledged as they are read (TCP_QUICKACK, where the OS has it: a setsockopt per read). Linux
-otherwise delays the acknowledgement of a connection that has exchanged requests and answers by up to 40 ms, to
-carry it on the answer; a client that leaves Nagle's algorithm on (librdkafka's default) then holds its next request
-until the answer to the previous one (a replication round trip under acks=all), and the tail of a request larger
-than one segment until the delayed acknowledgement itself: the 40-110 ms stalls of an acks=all producer at 10,000
-records/s (README "Produce latency and event-loop stalls").
-
 Received frames queue up to `MAX_QUEUED_FRAMES` or `max_frame_bytes` bytes (counted until a request starts),
 then reading pauses (backpressure). No request starts while an answer waits to leave the transport's buffer
 (below its high-water mark): a client that never reads its responses holds one response being written, the
@@ -98,8 +91,6 @@ class KafkaConnection(asyncio.Protocol):
         self._writable = asyncio.Event()
         self._writable.set()
         self._transport: asyncio.Transport | None = None
-        self._acks_now: socket.socket | None = None
-        """The TCP socket whose received bytes are acknowledged at once (`data_received`), where the OS can."""
         self._task: asyncio.Task[None] | None = None
         self._client_host = ""
         self._reading_paused = False
@@ -115,9 +106,6 @@ class KafkaConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
-        sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6) and hasattr(socket, "TCP_QUICKACK"):
-            self._acks_now = sock
         peer = transport.get_extra_info("peername")
         self._client_host = peer[0] if peer else ""
         if not self._admit(self, self._client_host):
@@ -128,8 +116,6 @@ class KafkaConnection(asyncio.Protocol):
         self._task = loop.create_task(self._process())
 
     def data_received(self, data: bytes) -> None:
-        if self._acks_now is not None:
-            self._acks_now.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
         try:
             frames = self._decoder.feed(data)
         except InvalidFrameError as exc:

@@ -23,7 +23,8 @@ RF 3 and acks=all; issue 18's target is acks=all RF 3 at 10,000 records/s with p
 The load average is printed before and after: on a shared machine, compare runs made under the same load.
 
 Environment: BENCH_LATENCY_SECONDS (15), BENCH_LATENCY_RATES (1000,10000,50000), BENCH_LATENCY_ACKS (1,all),
-BENCH_LATENCY_TOPOLOGIES (cluster,standalone), BENCH_LATENCY_BROKER_PROPERTIES (extra broker properties,
+BENCH_LATENCY_TOPOLOGIES (cluster,standalone), BENCH_LATENCY_CLIENT_CPUS (last: the producer on the machine's
+last CPU, see `CLIENT_CPUS`; all; or CPU numbers), BENCH_LATENCY_BROKER_PROPERTIES (extra broker properties,
 space-separated key=value, for both topologies). With `strom.loop.slow.callback.ms=N` among them, each cluster
 run is followed by what held a broker's loop N ms or more meanwhile (`brokerd.slow_callbacks` lines from the
 brokers' logs: count per callback, the longest first).
@@ -61,6 +62,12 @@ STARTED_TOPICS = ("__strom_lag_samples", "__strom_metrics")
 """`make run` has started once these exist (the lag monitor's, and the brokers' metrics topic, created at their first
 sample, up to `strom.metrics.sample.interval.ms` after start): the runs measure its steady state, not its start-up."""
 BROKER_PROPERTIES = os.environ.get("BENCH_LATENCY_BROKER_PROPERTIES", "").split()
+CLIENT_CPUS = os.environ.get("BENCH_LATENCY_CLIENT_CPUS", "last")
+"""Where the producer runs: `last` (the machine's last CPU), `all`, or CPU numbers (comma-separated). librdkafka's
+idempotent producer lets a partition have one produce request in flight at these rates (its limit of 5 in flight
+counts messages) and busy-polls while the next batch waits for the answer; on a machine as small as the brokers' own
+its three broker threads then hold every CPU for tens of ms, stalling the brokers that would answer them. On one
+CPU it stands for a client machine of its own, as the clients of Kafka's published latency figures have."""
 SLOW_CALLBACK = re.compile(r"slow callback: (.*) held the loop ([\d.]+) ms")
 SLOW_CALLBACKS_SHOWN = 8
 
@@ -134,8 +141,38 @@ def loopback_floor() -> Latencies:
 
 # --- the producer --------------------------------------------------------------------------------------
 
+def client_cpus() -> set[int]:
+    """The CPUs `CLIENT_CPUS` names, among those this process may use."""
+    allowed = os.sched_getaffinity(0)
+    if CLIENT_CPUS == "all":
+        return allowed
+    try:
+        chosen = {max(allowed)} if CLIENT_CPUS == "last" else {int(cpu) for cpu in CLIENT_CPUS.split(",")}
+    except ValueError:
+        raise ValueError(f"BENCH_LATENCY_CLIENT_CPUS={CLIENT_CPUS}: last, all or CPU numbers") from None
+    if not chosen <= allowed:
+        raise ValueError(f"BENCH_LATENCY_CLIENT_CPUS={CLIENT_CPUS}: CPUs {sorted(chosen - allowed)} not available")
+    return chosen
+
+
+@contextlib.contextmanager
+def client_placement() -> Iterator[None]:
+    """This thread, and every thread it starts meanwhile (the producer's), on `client_cpus()`; restored after."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, client_cpus())
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def produce_at_rate(bootstrap: str, topic: str, rate: int, acks: str, seconds: float) -> Latencies:
     """Produce `rate` records/s for `seconds`; the produce() → delivery callback latency of each record."""
+    with client_placement():
+        return _produce_at_rate(bootstrap, topic, rate, acks, seconds)
+
+
+def _produce_at_rate(bootstrap: str, topic: str, rate: int, acks: str, seconds: float) -> Latencies:
     from confluent_kafka import Producer
 
     config = {"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 1, "enable.idempotence": acks == "all",
@@ -362,8 +399,13 @@ def main() -> int:
     if unknown or any(a not in ("1", "all") for a in acks_list):
         print(f"bench-latency: topologies from {list(TOPOLOGIES)}, acks from 1,all", file=sys.stderr)
         return 2
+    try:
+        cpus = sorted(client_cpus())
+    except ValueError as exc:
+        print(f"bench-latency: {exc}", file=sys.stderr)
+        return 2
     print(f"load average before: {load_average()} ({os.cpu_count()} CPUs); {seconds:.0f} s per run, "
-          f"{RECORD_BYTES} B records, {PARTITIONS} partitions", flush=True)
+          f"{RECORD_BYTES} B records, {PARTITIONS} partitions; the producer on CPUs {cpus}", flush=True)
     floor = loopback_floor()
     results = [floor]
     print(f"  floor: p50 {floor.quantile(0.5):.3f} ms p99 {floor.quantile(0.99):.3f} ms", flush=True)

@@ -200,7 +200,7 @@ def test_the_sqlite_watcher_sleeps_between_commits(tmp_path):
                 writes.flush()
                 time.sleep(0.1)
     finally:
-        sibling.unlink()
+        sibling.unlink(missing_ok=True)
     woken = voluntary_switches(watcher.native_id) - before
     # each EXIT_CHECK_S (20 in 1 s) and each write (10); polling every 2 ms woke it ~500 times, re-reading for
     # 20 ms every 0.5 ms after each write ~400

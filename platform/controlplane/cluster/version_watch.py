@@ -142,27 +142,22 @@ class _SQLiteCommits:
 
     def wait(self, timeout: float) -> bool:
         """Whether another connection committed within `timeout` seconds (checked at each write the kernel reports
-        in the database's directory, or every `SQLITE_STEP_S` without inotify)."""
+        in the database's directory, then every `SETTLE_STEP_S` for `SETTLE_S` after a report of its own files —
+        the window between a commit's last reported write and its visibility —, or every `SQLITE_STEP_S` without
+        inotify)."""
         deadline = time.monotonic() + timeout
-        while self._data_version() == self._seen:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            if self._writes is None:
-                time.sleep(min(SQLITE_STEP_S, remaining))
-            elif any(report.name in self._files  # the reports taken: each wakes once
-                     for report in self._writes.read(timeout=max(1, round(remaining * 1000)))):
-                return self._became_visible(min(deadline, time.monotonic() + SETTLE_S))
-        return True
-
-    def _became_visible(self, until: float) -> bool:
-        """Whether `data_version` changed by `until` (`time.monotonic()` s), read now and every `SETTLE_STEP_S`
-        after: the window between a commit's last reported write and its visibility."""
+        settling_until = 0.0
         while self._data_version() == self._seen:
             now = time.monotonic()
-            if now >= until:
+            if now >= deadline:
                 return False
-            time.sleep(min(SETTLE_STEP_S, until - now))
+            if self._writes is None:
+                time.sleep(min(SQLITE_STEP_S, deadline - now))
+            elif now < settling_until:
+                time.sleep(min(SETTLE_STEP_S, settling_until - now, deadline - now))
+            elif any(report.name in self._files  # the reports taken: each wakes once
+                     for report in self._writes.read(timeout=max(1, round((deadline - now) * 1000)))):
+                settling_until = time.monotonic() + SETTLE_S
         return True
 
 

@@ -253,9 +253,14 @@ class ReplicaManager:
         self.fetch_sessions.mark_changed(partition.key)
 
     def on_high_watermark(self, partition: Partition) -> None:
-        self.fetch_purgatory.notify(partition.key)
-        self.fetch_sessions.mark_changed(partition.key)
+        """The acks=all produces it completes run first (the loop runs woken tasks in the order they were woken).
+        Consumers read up to the high watermark, so their parked fetches wake. A follower reads to the log end
+        and asks for at least a byte: a new high watermark alone never completes its fetch (nor does it in Kafka's
+        `DelayedFetch`), so its session only notes it for the next answer — woken, its fetch would read its
+        partitions again and go back to waiting, between this move and the produce answers it allows."""
         self.produce_purgatory.complete(partition.key, partition.high_watermark)
+        self.fetch_purgatory.notify(partition.key)
+        self.fetch_sessions.mark_changed(partition.key, wake=False)
 
     def on_leader_state(self, partition: Partition) -> None:
         """A new leadership, ISR or replica set: the ISR check visits the partition by its new due time (at once

@@ -14,8 +14,9 @@ answer, and the follower caught up. Invariant: every partition of a session that
 (events mark it: `mark_changed` on appends, high-watermark moves, role and ISR changes and log start moves;
 requests mark what they name; a slow periodic sweep is the safety net: `sweep_slice`, called `steps` times per
 sweep, marks a slice of every session's partitions each time, so that no step costs O(partitions)),
-and a partition leaves `changed` only when a fetch finds it quiet. A quiet partition is not recorded as fetched each
-time; `caught_up_ms` answers for it when the ISR check asks.
+and a partition leaves `changed` only when a fetch finds it quiet. Every mark but a high-watermark move's also wakes
+the session's waiting fetch: a follower reads to the log end, so a new high watermark alone is nothing to answer yet.
+A quiet partition is not recorded as fetched each time; `caught_up_ms` answers for it when the ISR check asks.
 
 Epoch -1 closes a session; a missing session answers FETCH_SESSION_ID_NOT_FOUND, a wrong epoch
 INVALID_FETCH_SESSION_EPOCH, and the follower falls back to a full fetch in a new session.
@@ -95,7 +96,7 @@ class FetchSession:
             self.changed.discard(key)
 
     def watch(self) -> None:
-        """From now on, a `mark_changed` of one of its partitions completes `wait_for_change`."""
+        """From now on, a waking `mark_changed` of one of its partitions completes `wait_for_change`."""
         self._waiter = asyncio.get_running_loop().create_future()
 
     async def wait_for_change(self, timeout_s: float) -> bool:
@@ -112,10 +113,11 @@ class FetchSession:
         finally:
             self._waiter = None
 
-    def mark_changed(self, key: TopicPartition) -> None:
+    def mark_changed(self, key: TopicPartition, wake: bool = True) -> None:
+        """`key` is looked at by the next fetch; a waiting fetch wakes up unless `wake` is False."""
         if key in self.partitions:
             self.changed.add(key)
-            if self._waiter is not None and not self._waiter.done():
+            if wake and self._waiter is not None and not self._waiter.done():
                 self._waiter.set_result(None)
 
     def sweep_slice(self, steps: int) -> None:
@@ -178,11 +180,12 @@ class FetchSessionCache:
         if session is not None:
             del self._by_replica[session.replica_id]
 
-    def mark_changed(self, key: TopicPartition) -> None:
+    def mark_changed(self, key: TopicPartition, wake: bool = True) -> None:
         """Something a follower may need to hear about happened to `key` (an append, a high-watermark move, a
-        role or epoch change): every session holding it looks at it again, and a waiting fetch wakes up."""
+        role or epoch change): every session holding it looks at it again, and a waiting fetch wakes up unless
+        `wake` is False (news that goes with the next answer but is no reason to answer: a high-watermark move)."""
         for session in self._by_replica.values():
-            session.mark_changed(key)
+            session.mark_changed(key, wake)
 
     def sweep_slice(self, steps: int) -> None:
         """One of the `steps` calls of the periodic sweep: every partition of every session is looked at again by

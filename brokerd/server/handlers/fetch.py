@@ -10,7 +10,8 @@ session_epoch 0 opens one, and its incremental fetches name only the partitions 
 other partition of the session is fetched at its cached offset. Only the session's changed partitions are
 looked at (appends, high-watermark moves and role changes mark them; a sweep marks each within a few seconds), and
 of those the quiet ones (nothing to answer, the follower caught up) are neither read nor answered, so an idle
-follower costs next to nothing per fetch; its long poll waits for a change to one of its partitions. An
+follower costs next to nothing per fetch; its long poll waits for a change to one of its partitions (not for a
+high-watermark move alone: a follower reads to the log end, so that news waits for its next answer, as in Kafka). An
 incremental answer names only partitions with news. A consumer asking for a session is answered sessionless
 (session id 0), which every client accepts.
 

@@ -16,9 +16,11 @@ import pytest
 from brokerd.clock import ManualClock
 from brokerd.errors import BrokerError
 from brokerd.metadata.image import BrokerEndpoint, ClusterImage, PartitionAssignment, TopicMetadata
+from brokerd.protocol.fetch_request import FetchPosition
 from brokerd.replication.partition import AppendResult
 from brokerd.replication.replica_manager import ReplicaManager
 from brokerd.storage import LogManager
+from brokerd.types import TopicPartition
 from tests.brokerd.groups.stack import ScriptedMetadata
 from tests.brokerd.replication.conftest import build_batch
 
@@ -181,6 +183,40 @@ def test_the_single_append_returns_its_result_or_raises_its_error(tmp_path):
             with pytest.raises(BrokerError) as refused:
                 await replicas.append(TOPIC, 0, build_batch(1), -1, 1_000, leader_epoch=1)
             assert refused.value.kafka_error == "NOT_LEADER_OR_FOLLOWER"
+        finally:
+            await replicas.stop()
+            logs.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_the_high_watermark_move_answers_the_produce_and_leaves_a_waiting_follower_session_asleep(tmp_path):
+    """A follower reads to the log end, so a new high watermark is news for its next answer, not a reason to wake
+    its waiting fetch (which would read again and go back to waiting); an append does wake it."""
+    async def scenario():
+        logs = LogManager([tmp_path / "logs"], {}, ManualClock())
+        logs.startup()
+        replicas = ReplicaManager(logs, ScriptedMetadata(image()), node_id=1, clock=ManualClock())
+        replicas.start()
+        broker = Broker(ScriptedMetadata(image()), replicas)
+        key = TopicPartition(TOPIC, 0)
+        try:
+            session = replicas.fetch_sessions.create(2)
+            assert session is not None
+            session.update([(TOPIC, [FetchPosition(0, 0, 0, 0, 1_048_576)])], ())
+            session.changed.clear()
+
+            session.watch()
+            call = asyncio.ensure_future(replicas.append_records([(TOPIC, 0, build_batch(2))], -1, 5_000))
+            assert await session.wait_for_change(5)  # the append woke the follower's fetch
+
+            session.watch()
+            session.changed.clear()
+            broker.followers_fetch(2)  # both followers at the log end: the high watermark moves to 2
+            [outcome] = await call
+            assert outcome_of(outcome) == (0, 1)
+            assert key in session.changed  # the new high watermark goes with the next answer
+            assert not await session.wait_for_change(0.05)
         finally:
             await replicas.stop()
             logs.shutdown()

@@ -15,7 +15,10 @@ Topologies:
 
 Printed per run: achieved rate, p50/p99/p99.9/max in ms, p99 as a multiple of the floor's p99, and the brokers'
 share of the CPUs meanwhile (schedstat: CPU used, and time spent runnable but waiting for a CPU — a broker that
-waits for a CPU milliseconds per wake-up adds that to every hop of the replication round trip). The
+waits for a CPU milliseconds per wake-up adds that to every hop of the replication round trip), and the whole
+machine's (/proc/stat: busy, and stolen by the host of this virtual machine). The first and last lines time a plain
+Python loop: the same tree's brokers need more CPU for the same work, and its tail is longer, on a day this machine
+runs Python slower (issue 18's notes: 0.17 of a CPU per broker one day, 0.29 another). The
 floor, measured in the same run: a 1 KiB asyncio ping-pong (streams, one request outstanding) between this
 process and an echo server in another process — the least a request/response over loopback costs here.
 Reference: Confluent's published Apache Kafka benchmark reports p99 ~5 ms end-to-end on 3 brokers with
@@ -278,6 +281,50 @@ def schedstat(pids: list[int]) -> tuple[int, int, int]:
     return total[0], total[1], total[2]
 
 
+@dataclass(frozen=True)
+class MachineTimes:
+    """The machine's CPU time since boot in clock ticks, all CPUs together (/proc/stat's first line)."""
+
+    busy: int
+    """user, nice, system, irq and softirq."""
+    idle: int
+    """idle and iowait."""
+    steal: int
+    """Time this virtual machine's CPUs wanted to run while the host ran something else."""
+
+    @classmethod
+    def parse(cls, stat_line: str) -> "MachineTimes":
+        user, nice, system, idle, iowait, irq, softirq, steal = (int(v) for v in stat_line.split()[1:9])
+        return cls(user + nice + system + irq + softirq, idle + iowait, steal)
+
+    @classmethod
+    def now(cls) -> "MachineTimes":
+        with open("/proc/stat") as stat:
+            return cls.parse(stat.readline())
+
+
+def machine_share(before: MachineTimes, after: MachineTimes) -> str:
+    """How busy the whole machine was between two readings, and how much the host took from it (steal): a run on a
+    host busy with other guests is slower for reasons no process here shows."""
+    busy, idle, steal = after.busy - before.busy, after.idle - before.idle, after.steal - before.steal
+    total = busy + idle + steal
+    if total <= 0:
+        return "machine: no CPU accounting"
+    return f"machine: {busy / total:.0%} busy, {steal / total:.1%} stolen by the host"
+
+
+def python_speed_ms(steps: int = 1_000_000, tries: int = 3) -> float:
+    """The fastest of `tries` timings of a plain Python loop of `steps` additions (ms): how fast this machine runs
+    Python now, to compare runs made on different days (the brokers' CPU for the same work moves with it)."""
+    best = float("inf")
+    for _ in range(tries):
+        started, total = time.perf_counter(), 0
+        for step in range(steps):
+            total += step
+        best = min(best, (time.perf_counter() - started) * 1000)
+    return best
+
+
 def cpu_share(before: tuple[int, int, int], after: tuple[int, int, int], seconds: float, brokers: int) -> str:
     """How the brokers fared for CPU between two `schedstat`s: a broker waiting for a CPU about as long as it
     runs is the machine's load, not the broker's work."""
@@ -424,7 +471,8 @@ def main() -> int:
         return 2
     repeat = int(repeat_text)
     print(f"load average before: {load_average()} ({os.cpu_count()} CPUs); {seconds:.0f} s per run, "
-          f"{RECORD_BYTES} B records, {PARTITIONS} partitions; the producer on CPUs {cpus}", flush=True)
+          f"{RECORD_BYTES} B records, {PARTITIONS} partitions; the producer on CPUs {cpus}; "
+          f"a 1M-step Python loop takes {python_speed_ms():.0f} ms here now", flush=True)
     floor = loopback_floor()
     results = [floor]
     print(f"  floor: p50 {floor.quantile(0.5):.3f} ms p99 {floor.quantile(0.99):.3f} ms", flush=True)
@@ -440,9 +488,10 @@ def main() -> int:
                         topic = create_topic(bootstrap, replication_factor, configs)
                         if slow is not None:
                             slow.mark()
-                        started, before = time.monotonic(), schedstat(brokers)
+                        started, before, machine = time.monotonic(), schedstat(brokers), MachineTimes.now()
                         run = produce_at_rate(bootstrap, topic, rate, acks, seconds)
                         share = cpu_share(before, schedstat(brokers), time.monotonic() - started, len(brokers))
+                        share += "; " + machine_share(machine, MachineTimes.now())
                     except Exception as exc:  # noqa: BLE001 - one failed run must not hide the others' figures
                         print(f"  {label} {rate}/s failed: {exc}", flush=True)
                         continue
@@ -462,7 +511,8 @@ def main() -> int:
     if summary:
         print("\n" + "\n".join(summary))
     target_label, target_rate, target_p99, target_p999 = TARGET
-    print(f"\nload average after: {load_average()}; floor median {statistics.median(floor.samples_ms):.3f} ms. "
+    print(f"\nload average after: {load_average()}; floor median {statistics.median(floor.samples_ms):.3f} ms; "
+          f"a 1M-step Python loop takes {python_speed_ms():.0f} ms. "
           f"Target (issue 18): {target_label} at {target_rate}/s p99 <= {target_p99:g} ms, "
           f"p99.9 <= {target_p999:g} ms.")
     return 0

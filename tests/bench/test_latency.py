@@ -1,5 +1,6 @@
 """`make bench-latency`'s summary of repeated runs (`BENCH_LATENCY_REPEAT`): median and range per configuration,
-and how many runs of issue 18's configuration met its target; a bad repeat count exits 2 with one line."""
+and how many runs of issue 18's configuration met its target; a bad repeat count exits 2 with one line; the
+machine's busy and stolen share of a run from two /proc/stat readings."""
 
 import os
 import subprocess
@@ -7,7 +8,7 @@ import sys
 
 import pytest
 
-from bench.latency import REPO_ROOT, Latencies, repeat_summary
+from bench.latency import REPO_ROOT, Latencies, MachineTimes, machine_share, repeat_summary
 
 TARGET = "cluster RF3 acks=all"
 
@@ -46,3 +47,18 @@ def test_a_bad_repeat_count_exits_2_with_one_line(value: str) -> None:
     assert result.returncode == 2
     assert result.stderr == f"bench-latency: BENCH_LATENCY_REPEAT={value}: a whole number of runs, at least 1\n"
     assert result.stdout == ""
+
+
+def test_machine_times_sum_the_kernels_fields_into_busy_idle_and_stolen():
+    line = "cpu  100 2 30 400 5 6 7 8 0 0"  # user nice system idle iowait irq softirq steal guest guest_nice
+    assert MachineTimes.parse(line) == MachineTimes(busy=100 + 2 + 30 + 6 + 7, idle=400 + 5, steal=8)
+    assert MachineTimes.now().busy > 0  # this machine's own line parses
+
+
+@pytest.mark.parametrize(("before", "after", "expected"), [
+    (MachineTimes(0, 0, 0), MachineTimes(60, 30, 10), "machine: 60% busy, 10.0% stolen by the host"),
+    (MachineTimes(100, 50, 5), MachineTimes(150, 150, 5), "machine: 33% busy, 0.0% stolen by the host"),
+    (MachineTimes(7, 7, 7), MachineTimes(7, 7, 7), "machine: no CPU accounting"),
+])
+def test_machine_share(before: MachineTimes, after: MachineTimes, expected: str) -> None:
+    assert machine_share(before, after) == expected

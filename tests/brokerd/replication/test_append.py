@@ -196,9 +196,10 @@ def test_the_high_watermark_move_answers_the_produce_and_leaves_a_waiting_follow
     async def scenario():
         logs = LogManager([tmp_path / "logs"], {}, ManualClock())
         logs.startup()
-        replicas = ReplicaManager(logs, ScriptedMetadata(image()), node_id=1, clock=ManualClock())
+        metadata = ScriptedMetadata(image())
+        replicas = ReplicaManager(logs, metadata, node_id=1, clock=ManualClock())
         replicas.start()
-        broker = Broker(ScriptedMetadata(image()), replicas)
+        broker = Broker(metadata, replicas)
         key = TopicPartition(TOPIC, 0)
         try:
             session = replicas.fetch_sessions.create(2)

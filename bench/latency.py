@@ -71,6 +71,7 @@ PARTITIONS = 3
 WARMUP_SHARE = 0.10
 FLOOR_ROUND_TRIPS = 20_000
 POLL_S = 0.001
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 """The producer loop serves delivery callbacks at least this often (s)."""
 STARTUP_TIMEOUT_S = 120.0
 STARTED_TOPICS = ("__strom_lag_samples", "__strom_metrics")
@@ -313,6 +314,33 @@ def machine_share(before: MachineTimes, after: MachineTimes) -> str:
     return f"machine: {busy / total:.0%} busy, {steal / total:.1%} stolen by the host"
 
 
+def parse_pages_written(vmstat: str) -> int | None:
+    """`nr_written` of /proc/vmstat's text: the pages the kernel has written to disk since boot; None if absent."""
+    for line in vmstat.splitlines():
+        name, _, value = line.partition(" ")
+        if name == "nr_written":
+            return int(value)
+    return None
+
+
+def pages_written() -> int | None:
+    """The pages the kernel has written to disk since boot (None where /proc/vmstat does not count them)."""
+    try:
+        with open("/proc/vmstat") as vmstat:
+            return parse_pages_written(vmstat.read())
+    except OSError:
+        return None
+
+
+def written_back(before: int | None, after: int | None) -> str:
+    """What the kernel wrote to disk between two readings: its writeback of the brokers' dirty pages (written once
+    they are `vm.dirty_expire_centisecs`, 30 s, old), which takes the CPUs a run needs, so a run that follows another
+    competes with the writeback of the one before and the first run of a cluster does not."""
+    if before is None or after is None:
+        return "writeback not counted"
+    return f"{(after - before) * PAGE_BYTES / 1e6:,.0f} MB written back by the kernel"
+
+
 def python_speed_ms(steps: int = 1_000_000, tries: int = 3) -> float:
     """The fastest of `tries` timings of a plain Python loop of `steps` additions (ms): how fast this machine runs
     Python now, to compare runs made on different days (the brokers' CPU for the same work moves with it)."""
@@ -489,9 +517,11 @@ def main() -> int:
                         if slow is not None:
                             slow.mark()
                         started, before, machine = time.monotonic(), schedstat(brokers), MachineTimes.now()
+                        written = pages_written()
                         run = produce_at_rate(bootstrap, topic, rate, acks, seconds)
                         share = cpu_share(before, schedstat(brokers), time.monotonic() - started, len(brokers))
-                        share += "; " + machine_share(machine, MachineTimes.now())
+                        share += f"; {machine_share(machine, MachineTimes.now())}, "
+                        share += written_back(written, pages_written())
                     except Exception as exc:  # noqa: BLE001 - one failed run must not hide the others' figures
                         print(f"  {label} {rate}/s failed: {exc}", flush=True)
                         continue

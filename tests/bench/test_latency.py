@@ -1,6 +1,7 @@
 """`make bench-latency`'s summary of repeated runs (`BENCH_LATENCY_REPEAT`): median and range per configuration,
 and how many runs of issue 18's configuration met its target; a bad repeat count exits 2 with one line; the
-machine's busy and stolen share of a run from two /proc/stat readings."""
+machine's busy and stolen share of a run from two /proc/stat readings, and what the kernel wrote back meanwhile from
+two /proc/vmstat readings."""
 
 import os
 import subprocess
@@ -8,7 +9,17 @@ import sys
 
 import pytest
 
-from bench.latency import REPO_ROOT, Latencies, MachineTimes, machine_share, repeat_summary
+from bench.latency import (
+    PAGE_BYTES,
+    REPO_ROOT,
+    Latencies,
+    MachineTimes,
+    machine_share,
+    pages_written,
+    parse_pages_written,
+    repeat_summary,
+    written_back,
+)
 
 TARGET = "cluster RF3 acks=all"
 
@@ -62,3 +73,26 @@ def test_machine_times_sum_the_kernels_fields_into_busy_idle_and_stolen():
 ])
 def test_machine_share(before: MachineTimes, after: MachineTimes, expected: str) -> None:
     assert machine_share(before, after) == expected
+
+
+@pytest.mark.parametrize(("vmstat", "expected"), [
+    ("nr_dirty 151\nnr_written 90210\nnr_writeback 3\n", 90210),
+    ("nr_written_later 5\nnr_written 7", 7),  # the name whole, not a prefix
+    ("nr_dirty 151\n", None),
+])
+def test_parse_pages_written(vmstat: str, expected: int | None) -> None:
+    assert parse_pages_written(vmstat) == expected
+
+
+def test_pages_written_reads_this_machines_count():
+    assert pages_written() is not None
+
+
+@pytest.mark.parametrize(("before", "after", "expected"), [
+    (1_000, 1_000 + 250_000_000 // PAGE_BYTES, "250 MB written back by the kernel"),
+    (5, 5, "0 MB written back by the kernel"),
+    (None, 5, "writeback not counted"),
+    (5, None, "writeback not counted"),
+])
+def test_written_back(before: int | None, after: int | None, expected: str) -> None:
+    assert written_back(before, after) == expected

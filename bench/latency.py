@@ -71,8 +71,9 @@ PARTITIONS = 3
 WARMUP_SHARE = 0.10
 FLOOR_ROUND_TRIPS = 20_000
 POLL_S = 0.001
-PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 """The producer loop serves delivery callbacks at least this often (s)."""
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+"""The unit of /proc/vmstat's page counts."""
 STARTUP_TIMEOUT_S = 120.0
 STARTED_TOPICS = ("__strom_lag_samples", "__strom_metrics")
 """`make run` has started once these exist (the lag monitor's, and the brokers' metrics topic, created at their first
@@ -334,8 +335,8 @@ def pages_written() -> int | None:
 
 def written_back(before: int | None, after: int | None) -> str:
     """What the kernel wrote to disk between two readings: its writeback of the brokers' dirty pages (written once
-    they are `vm.dirty_expire_centisecs`, 30 s, old), which takes the CPUs a run needs, so a run that follows another
-    competes with the writeback of the one before and the first run of a cluster does not."""
+    they are `vm.dirty_expire_centisecs`, 30 s, old), which shares the CPUs with the run: a run that follows another
+    shares them with the writeback of the one before, the first run of a cluster does not."""
     if before is None or after is None:
         return "writeback not counted"
     return f"{(after - before) * PAGE_BYTES / 1e6:,.0f} MB written back by the kernel"

@@ -15,8 +15,10 @@ Topologies:
 
 Printed per run: achieved rate, p50/p99/p99.9/max in ms, p99 as a multiple of the floor's p99, and the brokers'
 share of the CPUs meanwhile (schedstat: CPU used, and time spent runnable but waiting for a CPU — a broker that
-waits for a CPU milliseconds per wake-up adds that to every hop of the replication round trip), and the whole
-machine's (/proc/stat: busy, and stolen by the host of this virtual machine). The first and last lines time a plain
+waits for a CPU milliseconds per wake-up adds that to every hop of the replication round trip), the produce requests
+the brokers answered per second and the brokers' CPU per request (their /metrics; see `round_cost`), the producer's
+own CPU (this process's threads: its Python loop and librdkafka's), and the whole machine's (/proc/stat: busy, and
+stolen by the host of this virtual machine). The first and last lines time a plain
 Python loop: the same tree's brokers need more CPU for the same work, and its tail is longer, on a day this machine
 runs Python slower (issue 18's notes: 0.17 of a CPU per broker one day, 0.29 another). The
 floor, measured in the same run: a 1 KiB asyncio ping-pong (streams, one request outstanding) between this
@@ -51,6 +53,7 @@ import contextlib
 import functools
 import os
 import re
+import resource
 import signal
 import socket
 import statistics
@@ -58,6 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +92,8 @@ CPU it stands for a client machine of its own, as the clients of Kafka's publish
 TARGET = ("cluster RF3 acks=all", 10_000, 5.0, 20.0)
 """Issue 18's acceptance: (run label, rate, p99 ms, p99.9 ms)."""
 SLOW_CALLBACK = re.compile(r"slow callback: (.*) held the loop ([\d.]+) ms")
+REQUEST_COUNTS = re.compile(r"^kafka_network_requestmetrics_requests_total\{([^}]*)\} (\S+)$", re.MULTILINE)
+"""A broker's count of answered requests of one API and version, in its /metrics text."""
 SLOW_CALLBACKS_SHOWN = 8
 
 
@@ -364,6 +370,44 @@ def cpu_share(before: tuple[int, int, int], after: tuple[int, int, int], seconds
             f"per s in all, {waited / slices / 1e6:.2f} ms per wake-up on average ({ran / slices / 1e6:.2f} ms run)")
 
 
+def process_cpu_s() -> float:
+    """This process's CPU time so far (s), every thread's, those ended included: during a run, the producer's (its
+    Python loop and librdkafka's threads, which end with it)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def parse_produce_requests(metrics_text: str) -> int:
+    """The Produce requests a broker has answered since it started, every version, from its /metrics text."""
+    return sum(int(float(value)) for labels, value in REQUEST_COUNTS.findall(metrics_text)
+               if 'request="Produce"' in labels.split(","))
+
+
+def produce_requests(metrics_urls: list[str]) -> int | None:
+    """The Produce requests the brokers have answered so far, summed over their /metrics (None if one does not
+    answer)."""
+    total = 0
+    for url in metrics_urls:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                total += parse_produce_requests(answer.read().decode())
+        except OSError:
+            return None
+    return total
+
+
+def round_cost(broker_cpu_ns: int, requests: int | None, seconds: float) -> str:
+    """The produce requests per second the brokers answered, and the brokers' CPU per request (all brokers
+    together: under acks=all each request costs its leader and both followers a round). At these rates the client
+    has one request in flight at a time and sends the next as the answer arrives, so the brokers' CPU share stays
+    about the same whatever the rate (faster rounds, more of them); the CPU per request is what differs between trees,
+    and between days."""
+    if not requests:
+        return "produce requests not counted"
+    return (f"{requests / seconds:,.0f} produce requests/s, {broker_cpu_ns / requests / 1e6:.2f} ms of the brokers' "
+            f"CPU per request")
+
+
 # --- topologies ----------------------------------------------------------------------------------------
 
 def _free_port_run(count: int) -> int:
@@ -383,17 +427,27 @@ def _free_port_run(count: int) -> int:
     raise RuntimeError(f"no {count} consecutive free ports")
 
 
+@dataclass(frozen=True)
+class StartedBrokers:
+    """A topology, started."""
+
+    bootstrap: str
+    logs: list[Path]
+    """The brokers' log files (none where they are not kept)."""
+    metrics_urls: list[str]
+    """Each broker's Prometheus /metrics."""
+
+
 @contextlib.contextmanager
-def make_run_cluster() -> Iterator[tuple[str, list[Path]]]:
-    """`scripts/run_local.py` (what `make run` starts) in a fresh var dir on free ports; yields the bootstrap and
-    the brokers' log files."""
+def make_run_cluster() -> Iterator[StartedBrokers]:
+    """`scripts/run_local.py` (what `make run` starts) in a fresh var dir on free ports."""
     from confluent_kafka.admin import AdminClient
 
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as var:
-        broker_port = _free_port_run(3)
+        broker_port, metrics_port = _free_port_run(3), _free_port_run(3)
         env = {**os.environ, "STROM_VAR_DIR": var, "STROM_HTTP_PORT": str(free_port()),
                "STROM_REDIS_PORT": str(free_port()), "STROM_BROKER_PORT": str(broker_port),
-               "STROM_METRICS_PORT": str(_free_port_run(3)), "STROM_BROKER_PROPERTIES": " ".join(BROKER_PROPERTIES)}
+               "STROM_METRICS_PORT": str(metrics_port), "STROM_BROKER_PROPERTIES": " ".join(BROKER_PROPERTIES)}
         env.pop("DATABASE_URL", None)
         env.pop("STROM_CLUSTER_SECRET", None)
         manage = [sys.executable, "manage.py"]
@@ -420,7 +474,8 @@ def make_run_cluster() -> Iterator[tuple[str, list[Path]]]:
                     raise RuntimeError(f"the make-run cluster did not show 3 brokers and {', '.join(STARTED_TOPICS)}")
                 time.sleep(0.2)
             del admin
-            yield bootstrap, [Path(var, "log", f"broker-{broker_id}.log") for broker_id in (1, 2, 3)]
+            yield StartedBrokers(bootstrap, [Path(var, "log", f"broker-{i}.log") for i in (1, 2, 3)],
+                                 [f"http://127.0.0.1:{metrics_port + i}/metrics" for i in range(3)])
         finally:
             runner.send_signal(signal.SIGINT)
             try:
@@ -432,11 +487,12 @@ def make_run_cluster() -> Iterator[tuple[str, list[Path]]]:
 
 
 @contextlib.contextmanager
-def standalone() -> Iterator[tuple[str, list[Path]]]:
+def standalone() -> Iterator[StartedBrokers]:
     """One standalone broker; its log is not kept (no slow-callback report)."""
-    overrides = dict(pair.split("=", 1) for pair in BROKER_PROPERTIES)
+    metrics_port = free_port()
+    overrides = {"strom.metrics.port": str(metrics_port), **dict(pair.split("=", 1) for pair in BROKER_PROPERTIES)}
     with strom(overrides) as peer:
-        yield peer.bootstrap, []
+        yield StartedBrokers(peer.bootstrap, [], [f"http://127.0.0.1:{metrics_port}/metrics"])
 
 
 TOPOLOGIES = {"cluster": (make_run_cluster, 3, {"min.insync.replicas": "2"}),
@@ -507,7 +563,8 @@ def main() -> int:
     print(f"  floor: p50 {floor.quantile(0.5):.3f} ms p99 {floor.quantile(0.99):.3f} ms", flush=True)
     for name in topologies:
         start, replication_factor, configs = TOPOLOGIES[name]
-        with start() as (bootstrap, logs):
+        with start() as started_brokers:
+            bootstrap, logs = started_brokers.bootstrap, started_brokers.logs
             slow = SlowCallbackReport(logs) if logs and any("slow.callback" in p for p in BROKER_PROPERTIES) else None
             brokers = broker_pids([int(address.rsplit(":", 1)[1]) for address in bootstrap.split(",")])
             for acks in acks_list:
@@ -518,10 +575,16 @@ def main() -> int:
                         if slow is not None:
                             slow.mark()
                         started, before, machine = time.monotonic(), schedstat(brokers), MachineTimes.now()
-                        written = pages_written()
+                        written, requests = pages_written(), produce_requests(started_brokers.metrics_urls)
+                        producer = process_cpu_s()
                         run = produce_at_rate(bootstrap, topic, rate, acks, seconds)
-                        share = cpu_share(before, schedstat(brokers), time.monotonic() - started, len(brokers))
-                        share += f"; {machine_share(machine, MachineTimes.now())}, "
+                        elapsed, after = time.monotonic() - started, schedstat(brokers)
+                        producer_cpu = (process_cpu_s() - producer) / elapsed
+                        answered = produce_requests(started_brokers.metrics_urls)
+                        share = cpu_share(before, after, elapsed, len(brokers))
+                        share += "; " + round_cost(after[0] - before[0], None if answered is None or requests is None
+                                                   else answered - requests, elapsed)
+                        share += f"; producer: {producer_cpu:.2f} CPU; {machine_share(machine, MachineTimes.now())}, "
                         share += written_back(written, pages_written())
                     except Exception as exc:  # noqa: BLE001 - one failed run must not hide the others' figures
                         print(f"  {label} {rate}/s failed: {exc}", flush=True)

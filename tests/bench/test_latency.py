@@ -1,11 +1,14 @@
 """`make bench-latency`'s summary of repeated runs (`BENCH_LATENCY_REPEAT`): median and range per configuration,
 and how many runs of issue 18's configuration met its target; a bad repeat count exits 2 with one line; the
 machine's busy and stolen share of a run from two /proc/stat readings, and what the kernel wrote back meanwhile from
-two /proc/vmstat readings."""
+two /proc/vmstat readings; the Produce requests the brokers answered, from their /metrics, and the brokers' CPU
+per request; the producer's CPU, its ended threads included."""
 
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -17,9 +20,15 @@ from bench.latency import (
     machine_share,
     pages_written,
     parse_pages_written,
+    parse_produce_requests,
+    process_cpu_s,
+    produce_requests,
     repeat_summary,
+    round_cost,
     written_back,
 )
+from bench.peers import free_port
+from bench.peers.kafka_protocol import strom
 
 TARGET = "cluster RF3 acks=all"
 
@@ -96,3 +105,64 @@ def test_pages_written_reads_this_machines_count():
 ])
 def test_written_back(before: int | None, after: int | None, expected: str) -> None:
     assert written_back(before, after) == expected
+
+
+METRICS = """# HELP kafka_network_requestmetrics_requests_total requests per API and version
+# TYPE kafka_network_requestmetrics_requests_total counter
+kafka_network_requestmetrics_requests_total{request="Produce",version="9"} 120.0
+kafka_network_requestmetrics_requests_total{request="Produce",version="11"} 3.0
+kafka_network_requestmetrics_requests_total{request="Fetch",version="12"} 400.0
+kafka_network_requestmetrics_requests_total{request="ProduceX",version="1"} 9.0
+kafka_network_requestmetrics_totaltimems_count{request="Produce"} 77
+"""
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (METRICS, 123),  # every version of Produce, nothing else (not another API whose name starts the same)
+    (METRICS.replace('{request="Produce",version="9"}', '{version="9",request="Produce"}'), 123),  # any label order
+    ("kafka_network_requestmetrics_requests_total{request=\"Fetch\",version=\"12\"} 5.0\n", 0),
+    ("", 0),
+])
+def test_parse_produce_requests(text: str, expected: int) -> None:
+    assert parse_produce_requests(text) == expected
+
+
+@pytest.mark.parametrize(("cpu_ns", "requests", "seconds", "expected"), [
+    (900_000_000, 500, 1.0, "500 produce requests/s, 1.80 ms of the brokers' CPU per request"),
+    (3_000_000_000, 6_000, 2.0, "3,000 produce requests/s, 0.50 ms of the brokers' CPU per request"),
+    (900_000_000, 0, 1.0, "produce requests not counted"),
+    (900_000_000, None, 1.0, "produce requests not counted"),
+])
+def test_round_cost(cpu_ns: int, requests: int | None, seconds: float, expected: str) -> None:
+    assert round_cost(cpu_ns, requests, seconds) == expected
+
+
+def test_produce_requests_counts_what_a_real_broker_answered():
+    from confluent_kafka import Producer
+
+    metrics_port = free_port()
+    # the broker publishes no metrics samples to itself: the only Produce requests are the test's
+    with strom({"strom.metrics.port": str(metrics_port), "strom.metrics.topic.enable": "false"}) as peer:
+        urls = [f"http://127.0.0.1:{metrics_port}/metrics"]
+        producer = Producer({"bootstrap.servers": peer.bootstrap, "acks": "all", "linger.ms": 0})
+        producer.produce("counted", b"first")  # the topic is created, metadata known
+        assert producer.flush(30) == 0
+        before = produce_requests(urls)
+        for i in range(5):  # flushed one at a time: five requests
+            producer.produce("counted", b"record %d" % i)
+            assert producer.flush(30) == 0
+        assert produce_requests(urls) == before + 5
+    assert produce_requests(urls) is None  # the broker is gone: not counted, not zero
+
+
+def test_process_cpu_counts_a_thread_that_has_ended():
+    def spin() -> None:
+        deadline = time.thread_time() + 0.2
+        while time.thread_time() < deadline:
+            pass
+
+    before = process_cpu_s()
+    thread = threading.Thread(target=spin)
+    thread.start()
+    thread.join()
+    assert process_cpu_s() - before >= 0.2

@@ -13,19 +13,18 @@ Topologies:
   min.insync.replicas 2;
 - `standalone`: one `python -m brokerd --standalone`, topic RF 1.
 
-Printed per run: achieved rate, p50/p99/p99.9/max in ms, p99 as a multiple of the floor's p99, and the brokers'
-share of the CPUs meanwhile (schedstat: CPU used, and time spent runnable but waiting for a CPU — a broker that
-waits for a CPU milliseconds per wake-up adds that to every hop of the replication round trip), the produce requests
-the brokers answered per second and the brokers' CPU per request (their /metrics; see `round_cost`), the producer's
-own CPU (this process's threads: its Python loop and librdkafka's), and the whole machine's (/proc/stat: busy, and
-stolen by the host of this virtual machine). The first and last lines time a plain
-Python loop: the same tree's brokers need more CPU for the same work, and its tail is longer, on a day this machine
-runs Python slower (issue 18's notes: 0.17 of a CPU per broker one day, 0.29 another). The
-floor, measured in the same run: a 1 KiB asyncio ping-pong (streams, one request outstanding) between this
-process and an echo server in another process — the least a request/response over loopback costs here.
-Reference: Confluent's published Apache Kafka benchmark reports p99 ~5 ms end-to-end on 3 brokers with
-RF 3 and acks=all; issue 18's target is acks=all RF 3 at 10,000 records/s with p99 <= 5 ms, p99.9 <= 20 ms.
-The load average is printed before and after: on a shared machine, compare runs made under the same load.
+Printed per run: achieved rate, p50/p99/p99.9/max in ms, p99 as a multiple of the floor's p99, and the brokers' share
+of the CPUs meanwhile (schedstat: CPU used, and time spent runnable but waiting for a CPU — a broker that waits for a
+CPU milliseconds per wake-up adds that to every hop of the replication round trip), the produce requests the brokers
+answered per second and the brokers' CPU per request (their /metrics; see `round_cost`), the producer's own CPU (this
+process's threads: its Python loop and librdkafka's), and the whole machine's (/proc/stat: busy, and stolen by the
+host of this virtual machine). The first and last lines time a plain Python loop: the same tree's brokers need more
+CPU for the same work, and its tail is longer, on a day this machine runs Python slower (issue 18's notes: 0.17 of a
+CPU per broker one day, 0.29 another). The floor, measured in the same run: a 1 KiB asyncio ping-pong (streams, one
+request outstanding) between this process and an echo server in another process — the least a request/response over
+loopback costs here. Reference: Confluent's published Apache Kafka benchmark reports p99 ~5 ms end-to-end on 3
+brokers with RF 3 and acks=all; issue 18's target is acks=all RF 3 at 10,000 records/s with p99 <= 5 ms, p99.9 <= 20
+ms. The load average is printed before and after: on a shared machine, compare runs made under the same load.
 
 What the client does at these rates (librdkafka 2.16's defaults, as an application gets them): keyless records go
 to one partition at a time, switching every 10 ms (the sticky partitioner, `sticky.partitioning.linger.ms`), and an
@@ -575,15 +574,15 @@ def main() -> int:
                         if slow is not None:
                             slow.mark()
                         started, before, machine = time.monotonic(), schedstat(brokers), MachineTimes.now()
-                        written, requests = pages_written(), produce_requests(started_brokers.metrics_urls)
+                        written, answered_before = pages_written(), produce_requests(started_brokers.metrics_urls)
                         producer = process_cpu_s()
                         run = produce_at_rate(bootstrap, topic, rate, acks, seconds)
                         elapsed, after = time.monotonic() - started, schedstat(brokers)
                         producer_cpu = (process_cpu_s() - producer) / elapsed
                         answered = produce_requests(started_brokers.metrics_urls)
+                        requests = None if answered is None or answered_before is None else answered - answered_before
                         share = cpu_share(before, after, elapsed, len(brokers))
-                        share += "; " + round_cost(after[0] - before[0], None if answered is None or requests is None
-                                                   else answered - requests, elapsed)
+                        share += f"; {round_cost(after[0] - before[0], requests, elapsed)}"
                         share += f"; producer: {producer_cpu:.2f} CPU; {machine_share(machine, MachineTimes.now())}, "
                         share += written_back(written, pages_written())
                     except Exception as exc:  # noqa: BLE001 - one failed run must not hide the others' figures

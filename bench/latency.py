@@ -65,6 +65,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from bench.peers import free_port
 from bench.peers.kafka_protocol import strom
 
@@ -91,8 +93,8 @@ CPU it stands for a client machine of its own, as the clients of Kafka's publish
 TARGET = ("cluster RF3 acks=all", 10_000, 5.0, 20.0)
 """Issue 18's acceptance: (run label, rate, p99 ms, p99.9 ms)."""
 SLOW_CALLBACK = re.compile(r"slow callback: (.*) held the loop ([\d.]+) ms")
-REQUEST_COUNTS = re.compile(r"^kafka_network_requestmetrics_requests_total\{([^}]*)\} (\S+)$", re.MULTILINE)
-"""A broker's count of answered requests of one API and version, in its /metrics text."""
+REQUEST_COUNTS = "kafka_network_requestmetrics_requests_total"
+"""A broker's count of answered requests per API and version, in its /metrics."""
 SLOW_CALLBACKS_SHOWN = 8
 
 
@@ -378,8 +380,9 @@ def process_cpu_s() -> float:
 
 def parse_produce_requests(metrics_text: str) -> int:
     """The Produce requests a broker has answered since it started, every version, from its /metrics text."""
-    return sum(int(float(value)) for labels, value in REQUEST_COUNTS.findall(metrics_text)
-               if 'request="Produce"' in labels.split(","))
+    return sum(int(sample.value) for family in text_string_to_metric_families(metrics_text)
+               for sample in family.samples
+               if sample.name == REQUEST_COUNTS and sample.labels.get("request") == "Produce")
 
 
 def produce_requests(metrics_urls: list[str]) -> int | None:

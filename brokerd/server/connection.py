@@ -10,7 +10,9 @@ most `MAX_PIPELINED_REQUESTS` are in progress at once.
 
 Loop turns on the acks=all path are few: a request starts in the loop step its bytes arrive (`data_received`),
 and the first request in progress writes its answer in the step it completes when nothing else is being written
-(`_run`); `_process` writes the others, in order, and what the socket did not take.
+(`_run`); `_process` writes the others, in order, and what the socket did not take. `_process` wakes only when
+something is left to it (frames that could not start, an answer to write, a failure, the end): a request started
+on arrival and answered in its own step leaves the connection in its completion callback (`_completed`).
 
 Received frames queue up to `MAX_QUEUED_FRAMES` or `max_frame_bytes` bytes (counted until a request starts),
 then reading pauses (backpressure). No request starts while an answer waits to leave the transport's buffer
@@ -128,7 +130,8 @@ class KafkaConnection(asyncio.Protocol):
         self._queued_bytes += sum(map(len, frames))
         if not self._writing and self._task is not None and not self._task.done():
             self._start_ready()  # now, not a loop turn later in `_process`
-        self._progress.set()
+        if self._frames:
+            self._progress.set()
         if (len(self._frames) >= MAX_QUEUED_FRAMES or self._queued_bytes >= self._max_queued_bytes) \
                 and not self._reading_paused:
             self._reading_paused = True
@@ -267,13 +270,29 @@ class KafkaConnection(asyncio.Protocol):
 
         def release() -> None:
             request.released = True
-            self._progress.set()
+            if self._frames or self._transport is None:
+                self._progress.set()
 
         request.task = asyncio.get_running_loop().create_task(
             self._run(request, frame, release),
             name=f"{_API_NAMES.get(int.from_bytes(frame[:2]), 'request')} from {self._client_host}")
-        request.task.add_done_callback(lambda _: release())  # a completed request releases too
+        request.task.add_done_callback(lambda _: self._completed(request))
         return request
+
+    def _completed(self, request: _Request) -> None:
+        """A request's task is done (it releases the connection too). The answered requests at the head (their
+        answers written by `_run`, or none due) leave `_in_progress` here, in order, unless `_process` is writing;
+        `_process` wakes only for what is left to it: an answer to write, a failure, queued frames, the end."""
+        request.released = True
+        in_progress = self._in_progress
+        if not self._writing and self._task is not None and not self._task.done():
+            while in_progress and _answered(in_progress[0]):
+                in_progress.popleft()
+                self.last_active = asyncio.get_running_loop().time()
+            self.busy = bool(in_progress)
+        if self._frames or self._transport is None or self._stopping or (
+                in_progress and in_progress[0].task.done()):  # type: ignore[union-attr]
+            self._progress.set()
 
     async def _run(self, request: _Request, frame: bytes, release: Callable[[], None]) -> list[Chunk] | None:
         """Dispatch `request`; write its answer at once, in the step that completes it, if it is the first in
@@ -421,6 +440,13 @@ def _read_region(chunk: FileChunk) -> bytes:
     if len(data) < chunk.length:  # a regular file reads short only at its end
         raise RegionPastFileEndError(chunk, len(data))
     return data
+
+
+def _answered(request: _Request) -> bool:
+    """Done with nothing left to write: its answer was written by `_run`, or none was due."""
+    task = request.task
+    return task.done() and not task.cancelled() and task.exception() is None \
+        and task.result() is None  # type: ignore[union-attr]
 
 
 def _cancel_unanswered(request: _Request) -> None:

@@ -5,8 +5,10 @@ progress — and waits for the answers before it when it is not. An answer writt
 transport's buffer holds the next request until the client reads, as answers `_process` writes do."""
 
 import asyncio
+import contextlib
 import functools
 import struct
+from collections.abc import Iterator
 
 from brokerd.server.connection import KafkaConnection
 
@@ -153,4 +155,43 @@ async def test_an_answer_the_client_does_not_read_holds_the_next_request():
         while len(dispatcher.started) < 2:
             await asyncio.sleep(0)
     dispatcher.waits[b"b"].set()
+    connection.connection_lost(None)
+
+
+
+@contextlib.contextmanager
+def steps_of(task: asyncio.Task) -> Iterator[list[int]]:
+    """Counts the loop steps `task` runs (its wake-ups) inside the block, in `[0]`."""
+    steps = [0]
+    run = asyncio.Handle._run
+
+    def counting(handle) -> None:
+        if getattr(handle._callback, "__self__", None) is task:
+            steps[0] += 1
+        run(handle)
+
+    asyncio.Handle._run = counting
+    try:
+        yield steps
+    finally:
+        asyncio.Handle._run = run
+
+
+@in_loop
+async def test_a_round_answered_in_its_own_steps_never_wakes_process():
+    """Arrival, release and an answer written where its wait ends leave `_process` asleep: nothing is left to it."""
+    connection, transport, dispatcher = await connected()
+    with steps_of(connection._task) as steps:
+        for name in (b"a", b"b", b"c"):
+            connection.data_received(framed(name))
+            await asyncio.sleep(0)
+            dispatcher.waits[name].set()
+            async with asyncio.timeout(10):
+                while framed(name) not in transport.written:
+                    await asyncio.sleep(0)
+            for _ in range(3):  # a wake-up of `_process` would have run by now
+                await asyncio.sleep(0)
+    assert transport.written == [framed(b"a"), framed(b"b"), framed(b"c")]
+    assert steps[0] == 0
+    assert not connection.busy
     connection.connection_lost(None)

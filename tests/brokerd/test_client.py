@@ -1,6 +1,8 @@
 """`BrokerClient` against a real standalone broker: flexible and non-flexible versions round-trip (ApiVersions'
 v0 response header included), the connection opens lazily and is reused, a broker restart closes it and the
-next request reconnects; a response for another correlation id closes the connection and fails the request."""
+next request reconnects; a response for another correlation id, a request unanswered within its timeout and a
+broker closing with a request unanswered close the connection and fail the request, and a response nobody asked for
+fails the next one (the stream is out of step), which reconnects after."""
 
 import asyncio
 
@@ -26,14 +28,14 @@ def test_requests_of_flexible_and_fixed_versions_round_trip_on_one_connection(tm
                 client_software_name="strom-tests", client_software_version="1"), TIMEOUT_S)
             assert versions.error_code == 0
             assert {k.api_key for k in versions.api_keys} >= {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA}
-            writer = client._writer
+            connection = client.connection
             fixed = await client.request(ApiKey.METADATA, 1, MetadataRequestV1(topics=None), TIMEOUT_S)
             flexible = await client.request(ApiKey.METADATA, 12, MetadataRequestV12(
                 topics=(MetadataRequestTopic(name="absent", topic_id=None),), allow_auto_topic_creation=False,
                 include_topic_authorized_operations=False), TIMEOUT_S)
             assert [b.port for b in fixed.brokers] == [b.port for b in flexible.brokers] == [port]
             assert flexible.topics[0].error_code != 0  # an unknown topic, answered at v12
-            assert client._writer is writer  # every request on the connection the first one opened
+            assert client.connection is connection  # every request on the connection the first one opened
         finally:
             client.close()
 
@@ -55,7 +57,7 @@ def test_a_restarted_broker_costs_one_failed_request_then_the_client_reconnects(
             broker = await asyncio.to_thread(start_broker, tmp_path, port=client.port)
             with pytest.raises(TRANSPORT_ERRORS):
                 await metadata()  # the old connection was closed by the broker that stopped
-            assert client._writer is None
+            assert client.connection is None
             assert [b.port for b in (await metadata()).brokers] == [client.port]
         finally:
             client.close()
@@ -83,12 +85,89 @@ def test_a_response_for_another_correlation_id_fails_and_closes_the_connection()
             for attempt in (1, 2):
                 with pytest.raises(MalformedRequestError, match="correlation id"):
                     await client.request(ApiKey.METADATA, 1, MetadataRequestV1(topics=None), TIMEOUT_S)
-                assert client._writer is None and len(accepted) == attempt  # a new connection each time
+                assert client.connection is None and len(accepted) == attempt  # a new connection each time
         finally:
             client.close()
             server.close()
             for writer in accepted:
                 writer.close()
             await server.wait_closed()
+
+    asyncio.run(scenario())
+
+
+async def _serve(handle) -> tuple[asyncio.Server, int, list[asyncio.StreamWriter]]:
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+        await handle(reader, writer)
+
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1], accepted
+
+
+async def _read_request(reader: asyncio.StreamReader) -> int:
+    """Read one request frame; its correlation id."""
+    frame = await reader.readexactly(int.from_bytes(await reader.readexactly(4), "big"))
+    return int.from_bytes(frame[4:8], "big")
+
+
+async def _stop(server: asyncio.Server, accepted: list[asyncio.StreamWriter]) -> None:
+    server.close()
+    for writer in accepted:
+        writer.close()
+    await server.wait_closed()
+
+
+def test_a_request_unanswered_within_its_timeout_fails_and_closes_the_connection():
+    async def scenario() -> None:
+        async def never_answer(reader, writer) -> None:
+            await _read_request(reader)
+            await reader.read()  # until the client closes
+
+        server, port, accepted = await _serve(never_answer)
+        client = BrokerClient("127.0.0.1", port, "client-test")
+        try:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises(TimeoutError):
+                await client.request(ApiKey.METADATA, 1, MetadataRequestV1(topics=None), 0.2)
+            assert loop.time() - started >= 0.2
+            assert client.connection is None
+        finally:
+            client.close()
+            await _stop(server, accepted)
+
+    asyncio.run(scenario())
+
+
+def test_a_response_nobody_asked_for_or_a_close_fails_the_next_or_waiting_request():
+    async def scenario() -> None:
+        async def answer_twice_then_close_unanswered(reader, writer) -> None:
+            correlation_id = await _read_request(reader)
+            if len(accepted) == 1:  # the first connection: the answer, then a frame nobody asked for
+                writer.write((4).to_bytes(4, "big") + correlation_id.to_bytes(4, "big")
+                             + (4).to_bytes(4, "big") + (correlation_id + 1).to_bytes(4, "big"))
+                await reader.read()
+            writer.close()  # the second: closed with the request unanswered
+
+        server, port, accepted = await _serve(answer_twice_then_close_unanswered)
+        client = BrokerClient("127.0.0.1", port, "client-test")
+
+        async def ask() -> bytes:
+            return await client.request_frame(ApiKey.METADATA, 1, MetadataRequestV1(topics=None), TIMEOUT_S)
+
+        try:
+            assert await ask() == client._correlation_id.to_bytes(4, "big")
+            with pytest.raises(MalformedRequestError, match="no request was waiting"):
+                await ask()  # the stray frame put the connection out of step: it is not used again
+            assert client.connection is None and len(accepted) == 1
+            with pytest.raises(EOFError):
+                await ask()
+            assert client.connection is None and len(accepted) == 2
+        finally:
+            client.close()
+            await _stop(server, accepted)
 
     asyncio.run(scenario())

@@ -89,7 +89,8 @@ class KafkaConnection(asyncio.Protocol):
         self._queued_bytes = 0
         """Bytes of the frames in `_frames`."""
         self._progress = asyncio.Event()
-        """Set when a frame arrives, a request completes or releases the connection, or the connection ends."""
+        """Set when `_process` has work: frames that did not start on arrival, a completed request with an answer
+        to write or a failure, writing possible again, or the connection ending."""
         self._writable = asyncio.Event()
         self._writable.set()
         self._transport: asyncio.Transport | None = None

@@ -66,37 +66,9 @@ def test_a_restarted_broker_costs_one_failed_request_then_the_client_reconnects(
     asyncio.run(scenario())
 
 
-def test_a_response_for_another_correlation_id_fails_and_closes_the_connection():
-    async def scenario() -> None:
-        accepted = []
-
-        async def answer_with_the_wrong_id(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            accepted.append(writer)
-            size = int.from_bytes(await reader.readexactly(4), "big")
-            frame = await reader.readexactly(size)
-            correlation_id = int.from_bytes(frame[4:8], "big")
-            writer.write((4).to_bytes(4, "big") + (correlation_id + 1).to_bytes(4, "big"))
-            await writer.drain()
-
-        server = await asyncio.start_server(answer_with_the_wrong_id, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        client = BrokerClient("127.0.0.1", port, "client-test")
-        try:
-            for attempt in (1, 2):
-                with pytest.raises(MalformedRequestError, match="correlation id"):
-                    await client.request(ApiKey.METADATA, 1, MetadataRequestV1(topics=None), TIMEOUT_S)
-                assert client.connection is None and len(accepted) == attempt  # a new connection each time
-        finally:
-            client.close()
-            server.close()
-            for writer in accepted:
-                writer.close()
-            await server.wait_closed()
-
-    asyncio.run(scenario())
-
-
 async def _serve(handle) -> tuple[asyncio.Server, int, list[asyncio.StreamWriter]]:
+    """A plain TCP server on a free port running `handle(reader, writer)` per connection; (server, port, the
+    writers of the connections accepted so far)."""
     accepted: list[asyncio.StreamWriter] = []
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -118,6 +90,27 @@ async def _stop(server: asyncio.Server, accepted: list[asyncio.StreamWriter]) ->
     for writer in accepted:
         writer.close()
     await server.wait_closed()
+
+
+def test_a_response_for_another_correlation_id_fails_and_closes_the_connection():
+    async def scenario() -> None:
+        async def answer_with_the_wrong_id(reader, writer) -> None:
+            correlation_id = await _read_request(reader)
+            writer.write((4).to_bytes(4, "big") + (correlation_id + 1).to_bytes(4, "big"))
+            await writer.drain()
+
+        server, port, accepted = await _serve(answer_with_the_wrong_id)
+        client = BrokerClient("127.0.0.1", port, "client-test")
+        try:
+            for attempt in (1, 2):
+                with pytest.raises(MalformedRequestError, match="correlation id"):
+                    await client.request(ApiKey.METADATA, 1, MetadataRequestV1(topics=None), TIMEOUT_S)
+                assert client.connection is None and len(accepted) == attempt  # a new connection each time
+        finally:
+            client.close()
+            await _stop(server, accepted)
+
+    asyncio.run(scenario())
 
 
 def test_a_request_unanswered_within_its_timeout_fails_and_closes_the_connection():

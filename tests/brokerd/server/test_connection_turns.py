@@ -158,7 +158,6 @@ async def test_an_answer_the_client_does_not_read_holds_the_next_request():
     connection.connection_lost(None)
 
 
-
 @contextlib.contextmanager
 def steps_of(task: asyncio.Task) -> Iterator[list[int]]:
     """Counts the loop steps `task` runs (its wake-ups) inside the block, in `[0]`."""

@@ -5,6 +5,8 @@ broker closing with a request unanswered close the connection and fail the reque
 fails the next one (the stream is out of step), which reconnects after."""
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
@@ -66,9 +68,10 @@ def test_a_restarted_broker_costs_one_failed_request_then_the_client_reconnects(
     asyncio.run(scenario())
 
 
-async def _serve(handle) -> tuple[asyncio.Server, int, list[asyncio.StreamWriter]]:
-    """A plain TCP server on a free port running `handle(reader, writer)` per connection; (server, port, the
-    writers of the connections accepted so far)."""
+@contextlib.asynccontextmanager
+async def _client_of(handle) -> AsyncIterator[tuple[BrokerClient, list[asyncio.StreamWriter]]]:
+    """A `BrokerClient` of a plain TCP server on a free port that runs `handle(reader, writer)` per connection;
+    (the client, the writers of the connections accepted so far). Both are closed on leaving."""
     accepted: list[asyncio.StreamWriter] = []
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -76,20 +79,21 @@ async def _serve(handle) -> tuple[asyncio.Server, int, list[asyncio.StreamWriter
         await handle(reader, writer)
 
     server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
-    return server, server.sockets[0].getsockname()[1], accepted
+    client = BrokerClient("127.0.0.1", server.sockets[0].getsockname()[1], "client-test")
+    try:
+        yield client, accepted
+    finally:
+        client.close()
+        server.close()
+        for writer in accepted:
+            writer.close()
+        await server.wait_closed()
 
 
 async def _read_request(reader: asyncio.StreamReader) -> int:
     """Read one request frame; its correlation id."""
     frame = await reader.readexactly(int.from_bytes(await reader.readexactly(4), "big"))
     return int.from_bytes(frame[4:8], "big")
-
-
-async def _stop(server: asyncio.Server, accepted: list[asyncio.StreamWriter]) -> None:
-    server.close()
-    for writer in accepted:
-        writer.close()
-    await server.wait_closed()
 
 
 def test_a_response_for_another_correlation_id_fails_and_closes_the_connection():
@@ -99,16 +103,11 @@ def test_a_response_for_another_correlation_id_fails_and_closes_the_connection()
             writer.write((4).to_bytes(4, "big") + (correlation_id + 1).to_bytes(4, "big"))
             await writer.drain()
 
-        server, port, accepted = await _serve(answer_with_the_wrong_id)
-        client = BrokerClient("127.0.0.1", port, "client-test")
-        try:
+        async with _client_of(answer_with_the_wrong_id) as (client, accepted):
             for attempt in (1, 2):
                 with pytest.raises(MalformedRequestError, match="correlation id"):
                     await client.request(ApiKey.METADATA, 1, MetadataRequestV1(topics=None), TIMEOUT_S)
                 assert client.connection is None and len(accepted) == attempt  # a new connection each time
-        finally:
-            client.close()
-            await _stop(server, accepted)
 
     asyncio.run(scenario())
 
@@ -119,39 +118,35 @@ def test_a_request_unanswered_within_its_timeout_fails_and_closes_the_connection
             await _read_request(reader)
             await reader.read()  # until the client closes
 
-        server, port, accepted = await _serve(never_answer)
-        client = BrokerClient("127.0.0.1", port, "client-test")
-        try:
+        async with _client_of(never_answer) as (client, _):
             loop = asyncio.get_running_loop()
             started = loop.time()
             with pytest.raises(TimeoutError):
                 await client.request(ApiKey.METADATA, 1, MetadataRequestV1(topics=None), 0.2)
             assert loop.time() - started >= 0.2
             assert client.connection is None
-        finally:
-            client.close()
-            await _stop(server, accepted)
 
     asyncio.run(scenario())
 
 
 def test_a_response_nobody_asked_for_or_a_close_fails_the_next_or_waiting_request():
     async def scenario() -> None:
+        connections = 0
+
         async def answer_twice_then_close_unanswered(reader, writer) -> None:
+            nonlocal connections
+            connections += 1
             correlation_id = await _read_request(reader)
-            if len(accepted) == 1:  # the first connection: the answer, then a frame nobody asked for
+            if connections == 1:  # the first connection: the answer, then a frame nobody asked for
                 writer.write((4).to_bytes(4, "big") + correlation_id.to_bytes(4, "big")
                              + (4).to_bytes(4, "big") + (correlation_id + 1).to_bytes(4, "big"))
                 await reader.read()
             writer.close()  # the second: closed with the request unanswered
 
-        server, port, accepted = await _serve(answer_twice_then_close_unanswered)
-        client = BrokerClient("127.0.0.1", port, "client-test")
+        async with _client_of(answer_twice_then_close_unanswered) as (client, accepted):
+            async def ask() -> bytes:
+                return await client.request_frame(ApiKey.METADATA, 1, MetadataRequestV1(topics=None), TIMEOUT_S)
 
-        async def ask() -> bytes:
-            return await client.request_frame(ApiKey.METADATA, 1, MetadataRequestV1(topics=None), TIMEOUT_S)
-
-        try:
             assert await ask() == client._correlation_id.to_bytes(4, "big")
             with pytest.raises(MalformedRequestError, match="no request was waiting"):
                 await ask()  # the stray frame put the connection out of step: it is not used again
@@ -159,8 +154,5 @@ def test_a_response_nobody_asked_for_or_a_close_fails_the_next_or_waiting_reques
             with pytest.raises(EOFError):
                 await ask()
             assert client.connection is None and len(accepted) == 2
-        finally:
-            client.close()
-            await _stop(server, accepted)
 
     asyncio.run(scenario())

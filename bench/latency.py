@@ -69,6 +69,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.peers import free_port
 from bench.peers.kafka_protocol import strom
+from tests.support.ports import free_port_run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RECORD_BYTES = 1024
@@ -412,23 +413,6 @@ def round_cost(broker_cpu_ns: int, requests: int | None, seconds: float) -> str:
 
 # --- topologies ----------------------------------------------------------------------------------------
 
-def _free_port_run(count: int) -> int:
-    """The first of `count` consecutive free ports."""
-    for _ in range(100):
-        base = free_port()
-        if base + count >= 65535:
-            continue
-        try:
-            with contextlib.ExitStack() as stack:
-                for port in range(base, base + count):
-                    sock = stack.enter_context(socket.socket())
-                    sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-    raise RuntimeError(f"no {count} consecutive free ports")
-
-
 @dataclass(frozen=True)
 class StartedBrokers:
     """A topology, started."""
@@ -446,7 +430,7 @@ def make_run_cluster() -> Iterator[StartedBrokers]:
     from confluent_kafka.admin import AdminClient
 
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as var:
-        broker_port, metrics_port = _free_port_run(3), _free_port_run(3)
+        broker_port, metrics_port = free_port_run(3), free_port_run(3)
         env = {**os.environ, "STROM_VAR_DIR": var, "STROM_HTTP_PORT": str(free_port()),
                "STROM_REDIS_PORT": str(free_port()), "STROM_BROKER_PORT": str(broker_port),
                "STROM_METRICS_PORT": str(metrics_port), "STROM_BROKER_PROPERTIES": " ".join(BROKER_PROPERTIES)}

@@ -30,7 +30,8 @@ from brokerd.protocol.api_versions import SUPPORTED_APIS
 from brokerd.protocol.messages import encode_request, message_codec, parse_request_header, peek_api
 from brokerd.records import batch as rb
 from tests.fuzz.targets import encode_offsets_records
-from tests.support.broker import free_port, standalone_broker
+from tests.support.broker import standalone_broker
+from tests.support.ports import free_port
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 FRAMES_PER_VERSION = 2

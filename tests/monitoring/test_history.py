@@ -6,7 +6,8 @@ from monitoring.evaluator import not_found
 from monitoring.history import LagSampleWriter, lag_samples
 from monitoring.model import Status
 from tests.monitoring.factories import group, partition
-from tests.support.broker import free_port, start_broker
+from tests.support.broker import start_broker
+from tests.support.ports import free_port
 
 
 def test_one_sample_per_partition_with_the_contract_fields():

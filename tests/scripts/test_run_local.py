@@ -5,7 +5,6 @@ no other process stopped; and Ctrl-C leaves no process behind."""
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -17,32 +16,9 @@ from confluent_kafka import Producer
 from scripts.run_local import BROKER_SLICE_US, CONTROL_PLANE_SLICE_US
 from tests.support import sched_slices
 from tests.support.polling import wait_until
+from tests.support.ports import free_port, free_port_run
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def free_port_run(count: int) -> int:
-    """The first of `count` consecutive ports that are all free now (the brokers take consecutive ports)."""
-    while True:
-        first = free_port()
-        sockets = []
-        try:
-            for port in range(first, first + count):
-                s = socket.socket()
-                sockets.append(s)
-                s.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-        finally:
-            for s in sockets:
-                s.close()
 
 
 def scrape(url: str) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.polling import wait_until
+from tests.support.ports import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 API_VERSIONS_V0 = struct.pack(">ihhih", 10, 18, 0, 1, 0)
@@ -53,12 +54,6 @@ class RunningBroker:
                 self.process.kill()
                 self.process.wait()
         return self.process.returncode
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def start_broker(data_dir: Path, overrides: Mapping[str, str] | None = None, port: int | None = None,

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import requests
 
-from tests.support.broker import free_port
 from tests.support.polling import wait_until
+from tests.support.ports import free_port
 
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
 CLUSTER = "strom"

@@ -18,9 +18,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.broker import REPO_ROOT, RunningBroker, free_port
+from tests.support.broker import REPO_ROOT, RunningBroker
 from tests.support.controlplane import ControlPlane
 from tests.support.polling import wait_until
+from tests.support.ports import free_port
 
 
 @dataclass

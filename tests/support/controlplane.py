@@ -20,7 +20,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.support.polling import wait_until
+from tests.support.ports import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ADMIN_USER = "admin"
@@ -41,12 +41,6 @@ WEB_THREADS = 64
 ACCESS_LOG_FORMAT = '%(t)s "%(r)s" %(s)s %(b)s %(M)sms'
 """Gunicorn access log lines with the time the response was logged (1 s resolution) and the time taken (ms)."""
 STOP_GRACE_S = 10.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -193,7 +187,7 @@ def control_plane(directory: Path, env: Mapping[str, str] | None = None, control
                    check=True, capture_output=True)
     subprocess.run([sys.executable, "manage.py", "ensure_admin"], cwd=REPO_ROOT, check=True, capture_output=True,
                    env={**child_env, "STROM_ADMIN_PASSWORD": ADMIN_PASSWORD})
-    plane = ControlPlane(var_dir, _free_port(), secret, child_env)
+    plane = ControlPlane(var_dir, free_port(), secret, child_env)
     try:
         plane.start_web()
         if controller:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import redis
 
-from tests.support.broker import free_port
 from tests.support.polling import wait_until
+from tests.support.ports import free_port
 
 
 @dataclass

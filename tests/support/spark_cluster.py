@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.broker import free_port
 from tests.support.polling import wait_until
+from tests.support.ports import free_port
 
 
 @dataclass

@@ -5,7 +5,7 @@ server is down. A client that keeps reconnecting to a stopped local server (libr
 or later connects from that very port — TCP's simultaneous open then connects the socket to itself, and it stays
 established while the client waits for an answer to its own request — and the restarted server cannot bind
 (EADDRINUSE). Linux hands connect() the even ports of the range first, so the second of three consecutive ports
-from `bind(0)` was taken this way in 1 of 5 runs of `test_run_local` after its broker 2 was killed. Ports below the
+from `bind(0)` was taken this way in 2 of 5 runs of `test_run_local` after its broker 2 was killed. Ports below the
 range (from `FIRST_PORT`) are never a source port, so a server restarted on its port always gets it back.
 
 A port is free when a plain bind (no SO_REUSEADDR: a connection in TIME_WAIT on it counts) succeeds; the
@@ -20,6 +20,8 @@ FIRST_PORT = 20_000
 """The lowest port handed out: above the ports services commonly listen on (PostgreSQL, Redis, 8000, 9092)."""
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 ATTEMPTS = 1000
+PORT_LIMIT = 65_536
+"""One past the highest TCP port."""
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -48,12 +50,13 @@ def free_port_run(count: int) -> int:
         first = random.choice(candidates)
         if all(_bindable(port) for port in range(first, first + count)):
             return first
-    while True:  # no room below the range (or it is all taken): ports from bind(0), as before
+    for _ in range(ATTEMPTS):  # no room below the range (or it is all taken): ports from bind(0), as before
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             first = sock.getsockname()[1]
-        if all(_bindable(port) for port in range(first, first + count)):
+        if first + count <= PORT_LIMIT and all(_bindable(port) for port in range(first, first + count)):
             return first
+    raise RuntimeError(f"no {count} consecutive free ports on 127.0.0.1")
 
 
 def free_port() -> int:

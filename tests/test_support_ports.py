@@ -18,7 +18,7 @@ def _bindable(port: int) -> bool:
 
 
 def test_a_run_of_free_ports_lies_below_the_ephemeral_range():
-    low, _ = ports._ephemeral_range()
+    low = ports._ephemeral_start()
     for _ in range(50):
         first = ports.free_port_run(3)
         assert first >= ports.FIRST_PORT and first + 2 < low
@@ -42,7 +42,7 @@ def test_a_bound_port_is_never_handed_out(tmp_path, monkeypatch):
 @pytest.mark.parametrize(("range_text", "first_port"), [("1024 65535", 20_000), ("unreadable", 32_768)])
 def test_without_room_below_the_range_the_kernel_chooses(tmp_path, monkeypatch, range_text, first_port):
     # An unreadable range counts as Linux's default, 32768-60999. The kernel's bind(0) picks from the real range.
-    real_low, _ = ports._ephemeral_range()
+    real_low = ports._ephemeral_start()
     (tmp_path / "range").write_text(range_text)
     monkeypatch.setattr(ports, "EPHEMERAL_RANGE", tmp_path / "range")
     monkeypatch.setattr(ports, "FIRST_PORT", first_port)

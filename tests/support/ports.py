@@ -24,12 +24,13 @@ PORT_LIMIT = 65_536
 """One past the highest TCP port."""
 
 
-def _ephemeral_range() -> tuple[int, int]:
+def _ephemeral_start() -> int:
+    """The first port of the kernel's ephemeral range."""
     try:
-        low, high = EPHEMERAL_RANGE.read_text().split()
-        return int(low), int(high)
+        low, _ = EPHEMERAL_RANGE.read_text().split()
+        return int(low)
     except (OSError, ValueError):
-        return 32_768, 60_999  # Linux's default
+        return 32_768  # Linux's default
 
 
 def _bindable(port: int) -> bool:
@@ -44,7 +45,7 @@ def _bindable(port: int) -> bool:
 def free_port_run(count: int) -> int:
     """The first of `count` consecutive ports, all free now and none in the ephemeral range (a cluster's brokers
     take consecutive ports). Falls back to the kernel's choice where the range leaves no room below it."""
-    low, _ = _ephemeral_range()
+    low = _ephemeral_start()
     candidates = range(FIRST_PORT, low - count + 1)
     for _ in range(ATTEMPTS if candidates else 0):
         first = random.choice(candidates)

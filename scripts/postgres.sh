@@ -24,8 +24,14 @@ case "${1:-start}" in
       as_pg "$bindir/initdb" -D "$data" -U strom --auth=trust -E UTF8 >/dev/null
     fi
     if ! as_pg "$bindir/pg_ctl" -D "$data" status >/dev/null 2>&1; then
-      as_pg "$bindir/pg_ctl" -D "$data" -l "$root/postgres.log" -w -t 60 \
-        -o "-p $port -k $root -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
+      if ! as_pg "$bindir/pg_ctl" -D "$data" -l "$root/postgres.log" -w -t 60 \
+        -o "-p $port -k $root -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null; then
+        # pg_ctl only says "Examine the log output": name the cause (e.g. port 5439 taken) in one line.
+        echo "postgres.sh: PostgreSQL did not start on port $port:" \
+          "$(grep -E 'FATAL|could not bind' "$root/postgres.log" | tail -2 | sed 's/^[^]]*] *//' | paste -sd';' | sed 's/;/; /g')" \
+          "(log: $root/postgres.log; another port: STROM_PG_PORT)" >&2
+        exit 1
+      fi
     fi
     echo "postgres://strom@127.0.0.1:$port/strom" ;;
   stop)

@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Iterable
 
 from brokerd.types import Offset, TopicPartition
+from brokerd.waits import wait_resolved
 
 
 class FetchPurgatory:
@@ -31,11 +32,7 @@ class FetchPurgatory:
         for key in keys:
             self._waiters.setdefault(key, set()).add(future)
         try:
-            async with asyncio.timeout(timeout_s):
-                await future
-            return True
-        except TimeoutError:
-            return False
+            return await wait_resolved(future, timeout_s)
         finally:
             for key in keys:
                 parked = self._waiters.get(key)

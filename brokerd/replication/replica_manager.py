@@ -57,6 +57,7 @@ from brokerd.replication.throttle import ReplicationQuota
 from brokerd.storage import Log, LogManager, NewLog
 from brokerd.storage.log_dir import LogDirectory
 from brokerd.types import BrokerId, LeaderEpoch, Offset, TopicPartition
+from brokerd.waits import wait_resolved
 from kafkaspec import replication_throttles as throttles
 from kafkaspec import topic_config
 
@@ -348,10 +349,7 @@ class ReplicaManager:
                     outcomes[entry.position] = RequestTimedOutError(
                         f"{partition.key}: offset {result.last_offset} not replicated within {timeout_ms} ms")
                     break
-                future = self.produce_purgatory.watch(partition.key, result.last_offset + 1)
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(remaining):
-                        await future
+                await wait_resolved(self.produce_purgatory.watch(partition.key, result.last_offset + 1), remaining)
 
     async def wait_for_appends(self, keys: Iterable[TopicPartition], timeout_s: float) -> bool:
         """A fetch long poll: until an append to one of `keys` (True) or `timeout_s` (False)."""

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from brokerd.protocol.fetch_request import MAX_EPOCH
 from brokerd.types import BrokerId, TopicPartition
+from brokerd.waits import wait_resolved
 
 
 @dataclass(slots=True)
@@ -105,11 +106,7 @@ class FetchSession:
         if waiter is None:
             return False
         try:
-            async with asyncio.timeout(timeout_s):
-                await waiter
-            return True
-        except TimeoutError:
-            return False
+            return await wait_resolved(waiter, timeout_s)
         finally:
             self._waiter = None
 

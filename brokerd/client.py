@@ -10,9 +10,9 @@ one that does not decode or one nobody asked for — closes it, since a half-rea
 out of step; the next request reconnects. Event loop only.
 
 The connection is an `asyncio.Protocol` (`_ResponseReader`) whose `data_received` hands a complete response
-frame straight to the waiting request's future, and a request's timeout is one timer: a replica fetcher sends
-a request per round, so no stream reader buffers the bytes and wakes a reading task, and no `asyncio.timeout`
-scope is entered and left per round.
+frame straight to the waiting request's future, and a request's timeout is one timer (`brokerd.waits`): a replica
+fetcher sends a request per round, so no stream reader buffers the bytes and wakes a reading task, and no
+`asyncio.timeout` scope is entered and left per round.
 """
 
 import asyncio
@@ -21,6 +21,7 @@ from collections.abc import Callable
 from brokerd.protocol.errors import InvalidFrameError, MalformedRequestError
 from brokerd.protocol.framing import FrameDecoder
 from brokerd.protocol.messages import decode_response, encode_request, frame_request, response_correlation_id
+from brokerd.waits import wait_resolved
 
 CORRELATION_ID_MASK = 0x7FFFFFFF
 """Correlation ids count up from 1 and wrap before turning negative."""
@@ -71,11 +72,9 @@ class _ResponseReader(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         waiter = self._waiter = loop.create_future()
         self.transport.write(data)  # type: ignore[union-attr]
-        timer = loop.call_at(deadline, _expire, waiter)
-        try:
-            return await waiter
-        finally:
-            timer.cancel()
+        if not await wait_resolved(waiter, deadline - loop.time()):
+            raise TimeoutError("no response within the request's timeout")  # a late one finds the waiter done
+        return waiter.result()
 
     def close(self) -> None:
         if self.transport is not None:
@@ -90,11 +89,6 @@ class _ResponseReader(asyncio.Protocol):
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_exception(failure)
-
-
-def _expire(waiter: asyncio.Future[bytes]) -> None:
-    if not waiter.done():
-        waiter.set_exception(TimeoutError("no response within the request's timeout"))
 
 
 class BrokerClient:

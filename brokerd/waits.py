@@ -1,6 +1,6 @@
 """`wait_resolved`: await a future for at most a given time, with one loop timer instead of an `asyncio.timeout`
 scope — the waits on the acks=all round (a produce waiting for the high watermark, a follower's fetch parked in its
-session or the fetch purgatory) each take one per round.
+session or the fetch purgatory, the replica fetcher's request in `brokerd.client`) each take one per round.
 
 An `asyncio.timeout` scope is a `Timeout` object, a task lookup, a timer and a cancellation turned into
 TimeoutError; here the timer resolves the future itself with `TIMED_OUT`. Measured on this project's machine

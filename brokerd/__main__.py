@@ -13,7 +13,7 @@ import signal
 import sys
 from pathlib import Path
 
-from brokerd import allocator, gc_policy, sched_slice, slow_callbacks
+from brokerd import allocator, gc_policy, loop_priority, sched_slice, slow_callbacks
 from brokerd.config import ConfigError, build_config, load_properties
 
 SWITCH_INTERVAL_S = 0.001
@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         if config.slow_callback_ms:
             slow_callbacks.install(config.slow_callback_ms)
         gc_policy.install(loop)  # long-lived objects out of full collections as they accumulate
+        # The loop thread real-time while light (a woken broker runs at once); threads started from now on do not.
+        loop_priority.install(loop, config.loop_priority, config.sched_slice_us)
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         await run_until_stopped(Broker(config), stop)

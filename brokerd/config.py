@@ -82,6 +82,8 @@ class MetricsSettings:
 INT_MAX = 2**31 - 1
 MIN_SLICE_US, MAX_SLICE_US = 100, 100_000
 """The range of a custom CPU slice the kernel takes (`strom.sched.slice.us`, `brokerd.sched_slice`)."""
+MAX_LOOP_PRIORITY = 99
+"""The highest SCHED_FIFO priority (`strom.sched.loop.priority`, `brokerd.loop_priority`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +128,9 @@ class BrokerConfig:
     sched_slice_us: int = 0
     """`strom.sched.slice.us`: the CPU slice the broker's threads ask the kernel for (`brokerd.sched_slice`; 100 to
     100,000 µs); 0: the kernel's default, also when the process that started the broker had asked for another."""
+    loop_priority: int = 0
+    """`strom.sched.loop.priority`: 1-99 runs the event-loop thread under SCHED_FIFO at this priority while it uses
+    under half a CPU (`brokerd.loop_priority`); 0: off."""
     slow_callback_ms: int = 0
     """`strom.loop.slow.callback.ms`: > 0 logs every event-loop callback that holds the loop this long
     (`brokerd.slow_callbacks`); 0: off."""
@@ -184,6 +189,14 @@ def _sched_slice_us(properties: Mapping[str, str]) -> int:
     if value and not MIN_SLICE_US <= value <= MAX_SLICE_US:
         raise ConfigError(f"strom.sched.slice.us: {value} is outside {MIN_SLICE_US}-{MAX_SLICE_US} (0: the kernel's "
                           "default)")
+    return value
+
+
+def _loop_priority(properties: Mapping[str, str]) -> int:
+    """`strom.sched.loop.priority`: 0, or a SCHED_FIFO priority."""
+    value = _int(properties, "strom.sched.loop.priority", 0)
+    if value > MAX_LOOP_PRIORITY:
+        raise ConfigError(f"strom.sched.loop.priority: {value} is outside 1-{MAX_LOOP_PRIORITY} (0: off)")
     return value
 
 
@@ -325,6 +338,7 @@ def build_config(properties: Mapping[str, str], environ: Mapping[str, str] | Non
         cluster_secret=secret if url is not None else None,
         rack=properties.get("broker.rack") or None,
         sched_slice_us=_sched_slice_us(properties),
+        loop_priority=_loop_priority(properties),
         slow_callback_ms=_int(properties, "strom.loop.slow.callback.ms", 0, 0),
         log_retention_check_interval_ms=_int(properties, "log.retention.check.interval.ms", 300_000, 1),
         groups=group_settings(properties, standalone=url is None),

@@ -21,7 +21,8 @@ other process it starts (`scripts/run_local.py`).
 
 Threads and processes inherit the slice of the thread that creates them (across exec too), so `request` is called
 on the main thread before any other starts. The kernel takes 100 µs to 100 ms; a kernel before 6.12 ignores the
-value. A process in another scheduling class (SCHED_BATCH, a real-time one) keeps it.
+value. A process in another scheduling class (SCHED_BATCH, a real-time one) keeps it; `leave_realtime` is how the
+event-loop thread returns from real time (`brokerd.loop_priority`).
 """
 
 import ctypes
@@ -36,14 +37,30 @@ _ATTR = struct.Struct("IIQiIQQQ")
 runtime (ns), deadline, period."""
 
 
+_SCHED_FLAG_RESET_ON_FORK = 0x01
+
+
 def request(slice_us: int) -> bool:
     """Ask for a `slice_us` slice (0: the kernel's default) for the calling thread and all it starts from now on,
     keeping its nice value; True if the kernel took the request, False where there is no such call (not Linux, an
     unknown architecture), the thread is in another scheduling class than SCHED_OTHER, or the kernel refused."""
-    number = _SYS_SCHED_SETATTR.get(platform.machine())
-    if platform.system() != "Linux" or number is None or os.sched_getscheduler(0) != os.SCHED_OTHER:
+    if platform.system() != "Linux" or os.sched_getscheduler(0) != os.SCHED_OTHER:
         return False
-    attr = ctypes.create_string_buffer(_ATTR.pack(_ATTR.size, _SCHED_OTHER, 0, os.getpriority(os.PRIO_PROCESS, 0),
-                                                  0, slice_us * 1000, 0, 0))
+    return _set_other(slice_us, 0)
+
+
+def leave_realtime(slice_us: int) -> bool:
+    """Put the calling thread, real-time with SCHED_RESET_ON_FORK (`brokerd.loop_priority`), back under SCHED_OTHER
+    with a `slice_us` slice (0: the kernel's default) at its nice value, still resetting the threads it starts to
+    the kernel's defaults; True if the kernel took it."""
+    return platform.system() == "Linux" and _set_other(slice_us, _SCHED_FLAG_RESET_ON_FORK)
+
+
+def _set_other(slice_us: int, flags: int) -> bool:
+    number = _SYS_SCHED_SETATTR.get(platform.machine())
+    if number is None:
+        return False
+    attr = ctypes.create_string_buffer(_ATTR.pack(_ATTR.size, _SCHED_OTHER, flags,
+                                                  os.getpriority(os.PRIO_PROCESS, 0), 0, slice_us * 1000, 0, 0))
     # the C library already loaded into this process (no library search: find_library runs ldconfig)
     return ctypes.CDLL(None, use_errno=True).syscall(number, 0, attr, 0) == 0

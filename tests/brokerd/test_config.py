@@ -41,6 +41,12 @@ def test_sched_slice_and_its_default():
     assert build_config({"strom.sched.slice.us": "100000"}).sched_slice_us == 100_000
 
 
+def test_loop_priority_and_its_default():
+    assert build_config({}).loop_priority == 0  # off
+    assert build_config({"strom.sched.loop.priority": "1"}).loop_priority == 1
+    assert build_config({"strom.sched.loop.priority": "99"}).loop_priority == 99
+
+
 def test_connection_limits_and_their_defaults():
     defaults = build_config({}).connections
     assert (defaults.request_max_bytes, defaults.max_idle_ms) == (104_857_600, 600_000)
@@ -72,6 +78,8 @@ def test_connection_limits_and_their_defaults():
     ({"strom.sched.slice.us": "99"}, {}, "strom.sched.slice.us: 99 is outside 100-100000"),
     ({"strom.sched.slice.us": "100001"}, {}, "strom.sched.slice.us: 100001 is outside 100-100000"),
     ({"strom.sched.slice.us": "-1"}, {}, "strom.sched.slice.us: -1 is below the minimum 0"),
+    ({"strom.sched.loop.priority": "100"}, {}, "strom.sched.loop.priority: 100 is outside 1-99"),
+    ({"strom.sched.loop.priority": "-1"}, {}, "strom.sched.loop.priority: -1 is below the minimum 0"),
 ])
 def test_invalid_configs_are_refused_with_the_key_named(properties, environ, message):
     with pytest.raises(ConfigError, match=message):

@@ -1,7 +1,7 @@
 """`make run`'s supervisor end to end: the console, controller and a 3-broker cluster come up, login works, the
-brokers run with a short CPU slice and the rest with a long one (where the kernel reports slices), a Kafka client's
-new topic gets 3 replicas; a broker killed with SIGKILL is restarted and rejoins the ISR while
-no other process stopped; and Ctrl-C leaves no process behind."""
+brokers' loop threads run real-time (where permitted) with a short CPU slice and the rest with a long one (where the
+kernel reports slices), a Kafka client's new topic gets 3 replicas; a broker killed with SIGKILL is restarted and
+rejoins the ISR while no other process stopped; and Ctrl-C leaves no process behind."""
 
 import os
 import signal
@@ -63,10 +63,17 @@ def test_make_run_serves_console_and_stops_cleanly_on_ctrl_c(tmp_path):
         assert {"redis", "web", "controller", "worker", "beat", "metrics", "broker-1", "broker-2", "broker-3"} <= \
             set(children), output
 
-        if sched_slices.REPORTED:
+        brokers = {pid for name, pid in children.items() if name.startswith("broker-")}
+        if sched_slices.REALTIME_PERMITTED:  # a broker's loop thread (its main one) is real-time once light (a busy
+            # start may have taken it out for a second): no slice to show
+            wait_until(lambda: {sched_slices.policy(pid) for pid in brokers} == {os.SCHED_FIFO}, timeout_s=30,
+                       message="the brokers' loop threads under SCHED_FIFO")
+        if sched_slices.REPORTED:  # else a broker's loop thread asks for its own slice; the others inherit ours
             for name, pid in children.items():
-                expected = BROKER_SLICE_US if name.startswith("broker-") else CONTROL_PLANE_SLICE_US
-                assert sched_slices.slices_ns(pid) == {expected * 1000}, name
+                if pid not in brokers:
+                    assert sched_slices.slices_ns(pid) == {CONTROL_PLANE_SLICE_US * 1000}, name
+                elif not sched_slices.REALTIME_PERMITTED:
+                    assert sched_slices.slice_ns(Path(f"/proc/{pid}/task/{pid}/sched")) == BROKER_SLICE_US * 1000
 
         base = f"http://127.0.0.1:{http_port}"
         session = requests.Session()

@@ -4,9 +4,10 @@ An acks=all produce waits for several short wake-ups in a row on different broke
 follower's fetch answer and append, the fetch that moves the high watermark), each ~0.3 ms of CPU. On CPUs shared
 with the control plane and the clients, a woken broker under SCHED_OTHER first waits for the running task (a web
 request, a client's polling thread) to be preempted: on `make run`'s cluster at 10,000 acks=all records/s on 2 CPUs,
-0.10-0.19 ms per wake-up on average, 1-5 ms now and then, and those waits made the produce latency's tail. Under
+0.09-0.22 ms per wake-up on average, milliseconds now and then, and those waits made the produce latency's tail. Under
 SCHED_FIFO a woken loop thread runs at once, before every SCHED_OTHER task on its CPU: the brokers' wait for a CPU fell
-from 0.33-0.51 to 0.03-0.06 s per s (three brokers together) and p99 from 8.7-18.0 to 4.8-6.2 ms (issue 18's note).
+from 0.30-0.62 to 0.05-0.06 s per s (three brokers together) and p99's median from 9.0 to 5.0 ms (README, "The
+brokers' loop threads real-time").
 
 Only the loop thread, and only while it is light: a real-time thread keeps its CPU for as long as it has work, so a
 busy broker would starve its neighbours (the kernel leaves SCHED_OTHER tasks 5 % of each CPU). `LoopPriority.check`,

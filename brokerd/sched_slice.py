@@ -32,12 +32,10 @@ import struct
 
 _SYS_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274}
 _SCHED_OTHER = 0
+_SCHED_FLAG_RESET_ON_FORK = 0x01
 _ATTR = struct.Struct("IIQiIQQQ")
 """struct sched_attr as of Linux 3.14 (SCHED_ATTR_SIZE_VER0, 48 bytes): size, policy, flags, nice, priority,
 runtime (ns), deadline, period."""
-
-
-_SCHED_FLAG_RESET_ON_FORK = 0x01
 
 
 def request(slice_us: int) -> bool:

@@ -3,6 +3,7 @@ kernel's own view of each thread's policy: the loop thread enters SCHED_FIFO, a 
 leaves real time with the broker's slice and a light one comes back; a broker with `strom.sched.loop.priority` runs
 its loop thread real-time and its other threads under SCHED_OTHER, and one without it runs none real-time."""
 
+import json
 import os
 import subprocess
 import sys
@@ -36,13 +37,10 @@ def test_when_the_loop_thread_is_realtime(realtime, share, expected):
 
 
 GUARDED_LOOP = """
-import asyncio, os, sys, threading, time
+import asyncio, json, os, sys, threading, time
 from pathlib import Path
 from brokerd.loop_priority import LoopPriority
-from tests.support.sched_slices import REPORTED, slice_ns
-
-def policy():
-    return os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK
+from tests.support.sched_slices import REPORTED, policy, slice_ns
 
 async def until(condition):
     deadline = time.monotonic() + 30
@@ -51,9 +49,9 @@ async def until(condition):
 
 async def main():
     guard = LoopPriority(1, int(sys.argv[1]), interval_s=0.1)
-    seen = {"started": guard.start(asyncio.get_running_loop()), "entered": policy() == os.SCHED_FIFO}
+    seen = {"started": guard.start(asyncio.get_running_loop()), "entered": policy(0) == os.SCHED_FIFO}
     child = []
-    thread = threading.Thread(target=lambda: child.append(policy()))
+    thread = threading.Thread(target=lambda: child.append(policy(0)))
     thread.start(); thread.join()
     seen["child other"] = child[0] == os.SCHED_OTHER
     deadline = time.monotonic() + 30
@@ -62,11 +60,11 @@ async def main():
         while time.thread_time() < end:
             pass
         await asyncio.sleep(0)
-    seen["left"] = policy() == os.SCHED_OTHER
+    seen["left"] = policy(0) == os.SCHED_OTHER
     seen["slice"] = slice_ns(Path("/proc/thread-self/sched")) if REPORTED else None
     await until(lambda: guard.realtime)  # light again
-    seen["back"] = policy() == os.SCHED_FIFO
-    print(seen)
+    seen["back"] = policy(0) == os.SCHED_FIFO
+    print(json.dumps(seen))
 
 asyncio.run(main())
 """
@@ -76,7 +74,7 @@ asyncio.run(main())
 def test_a_busy_loop_leaves_realtime_with_its_slice_and_a_light_one_comes_back():
     done = subprocess.run([sys.executable, "-c", GUARDED_LOOP, "300"], capture_output=True, text=True, check=True,
                           cwd=ROOT, timeout=120)
-    seen = eval(done.stdout)  # noqa: S307 - the dict the script above printed
+    seen = json.loads(done.stdout)
     assert seen == {"started": True, "entered": True, "child other": True, "left": True,
                     "slice": 300_000 if REPORTED else None, "back": True}, done.stderr
 

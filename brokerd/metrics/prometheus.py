@@ -10,7 +10,9 @@ request's arrival until its response is ready, i.e. without the send), plus `…
 `strom_request_duration_seconds` for `histogram_quantile`.
 
 The endpoint is a small asyncio HTTP/1.1 server on the broker's event loop (`GET /metrics`, Connection:
-close), so rendering never races the state it reads. No `_created` series.
+close): the sample is taken on the loop, so it never races the state it reads, and it is a snapshot of plain values,
+rendered to text on a worker thread (`render`) — on the loop, the rendering held it 5-6 ms at every scrape of a
+`make run` broker (issue 18, `strom.loop.slow.callback.ms=5`). No `_created` series.
 """
 
 import asyncio
@@ -158,6 +160,11 @@ class _SampleCollector:
         return sample_families(self._take_sample())
 
 
+def render(sample: BrokerSample) -> bytes:
+    """`sample` and the process metrics in Prometheus' text format; thread-safe (reads only `sample` and /proc)."""
+    return generate_latest(registry_for(lambda: sample))
+
+
 def registry_for(take_sample: Callable[[], BrokerSample]) -> CollectorRegistry:
     """A registry with the broker's families and the process metrics (`process_open_fds`, CPU, memory)."""
     registry = CollectorRegistry(auto_describe=False)
@@ -167,12 +174,13 @@ def registry_for(take_sample: Callable[[], BrokerSample]) -> CollectorRegistry:
 
 
 class MetricsHttpServer:
-    """`GET /metrics` → the registry in Prometheus' text format; anything else 404. Event loop only."""
+    """`GET /metrics` → a sample taken now, in Prometheus' text format (`render`, on a worker thread); anything else
+    404. Event loop only."""
 
     REQUEST_TIMEOUT_S = 10.0
 
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self._registry = registry
+    def __init__(self, take_sample: Callable[[], BrokerSample]) -> None:
+        self._take_sample = take_sample
         self._server: asyncio.Server | None = None
 
     @property
@@ -196,7 +204,7 @@ class MetricsHttpServer:
                     pass
             if len(request_line) >= 2 and request_line[0] in ("GET", "HEAD") \
                     and request_line[1].split("?")[0] == "/metrics":
-                body = generate_latest(self._registry)
+                body = await asyncio.to_thread(render, self._take_sample())
                 status, content_type = "200 OK", CONTENT_TYPE
             else:
                 body, status, content_type = b"not found; try /metrics\n", "404 Not Found", "text/plain"

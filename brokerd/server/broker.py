@@ -30,7 +30,7 @@ from brokerd.metadata.image import BrokerEndpoint
 from brokerd.metadata.standalone import FILE_NAME, StandaloneMetadataStore
 from brokerd.metadata.store import MetadataStore
 from brokerd.metadata.validation import TopicDefaults
-from brokerd.metrics.prometheus import MetricsHttpServer, registry_for
+from brokerd.metrics.prometheus import MetricsHttpServer
 from brokerd.metrics.publisher import MetricsPublisher
 from brokerd.metrics.sample import Sampler
 from brokerd.replication.config import replication_config
@@ -109,7 +109,7 @@ class Broker:
         sampler = Sampler(self.config.node_id, self.replicas, self._log_manager, self.metadata, self.requests,
                           lambda: self._listener.connection_count)
         if settings.port is not None:
-            self.metrics_server = MetricsHttpServer(registry_for(sampler.take))
+            self.metrics_server = MetricsHttpServer(sampler.take)
             await self.metrics_server.start(settings.host or self.config.listeners[0].host, settings.port)
             log.info("broker %d serves Prometheus metrics on port %d", self.config.node_id, self.metrics_server.port)
         if settings.topic_enable:

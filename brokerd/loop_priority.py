@@ -60,7 +60,6 @@ class LoopPriority:
         self.slice_us = slice_us
         self.interval_s = interval_s
         self.realtime = False
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._since_wall = self._since_cpu = 0.0
 
     def start(self, loop: asyncio.AbstractEventLoop) -> bool:
@@ -69,7 +68,6 @@ class LoopPriority:
         if not _enter_realtime(self.priority):
             return False
         self.realtime = True
-        self._loop = loop
         self._since_wall, self._since_cpu = time.monotonic(), time.thread_time()
         loop.call_later(self.interval_s, self.check)
         return True
@@ -91,8 +89,7 @@ class LoopPriority:
             if not self.realtime:
                 log.info("event loop back under SCHED_OTHER: %.2f of a CPU over the last %.1f s (cap %.2f)",
                          share, self.interval_s, CPU_SHARE_CAP)
-        assert self._loop is not None
-        self._loop.call_later(self.interval_s, self.check)
+        asyncio.get_running_loop().call_later(self.interval_s, self.check)
 
 
 def install(loop: asyncio.AbstractEventLoop, priority: int, slice_us: int) -> LoopPriority | None:
